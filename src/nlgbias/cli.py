@@ -1,0 +1,237 @@
+"""The ``nlgbias`` command: thin commands over the library.
+
+Bad input gets one line, ``Error: <where>: <what>``, and exit code 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from nlgbias import __version__
+from nlgbias.errors import InputError, NlgbiasError
+
+EXIT_BAD_INPUT = 2
+
+
+class Failure(click.ClickException):
+    """A one-line error with exit code 2."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def show(self, file=None) -> None:
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="nlgbias")
+def cli() -> None:
+    """Measure social bias in what language models write.
+
+    Prompts a model about demographic groups, scores what comes back, and reports where
+    groups are treated differently, with confidence intervals and adjusted p-values.
+
+    Example:
+
+        nlgbias run sheng2019 --model smollm2-135m --samples 100 --seed 0 --out runs/demo
+    """
+
+
+@cli.command()
+@click.argument("suite", default="sheng2019")
+@click.option("--model", "models", multiple=True, metavar="MODEL",
+              help="Embedded alias, GGUF file, model folder, hub id, or openai:NAME[@URL]. Repeat to compare models. "
+                   "[default: smollm2-135m]")
+@click.option("--samples", type=int, default=100, show_default=True, help="Samples per prompt and model.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Run seed; each sample's seed derives from it.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("runs/nlgbias"), show_default=True,
+              help="Output folder (holds the run store: rerun the same command to resume).")
+@click.option("--batch-size", type=int, default=64, show_default=True, help="Samples per generation batch.")
+@click.option("--max-new-tokens", type=int, default=None, help="New tokens per sample [suite default: 40].")
+@click.option("--temperature", type=float, default=None, help="Sampling temperature; 0 = greedy [suite default: 0.7].")
+@click.option("--top-k", type=int, default=None, help="Top-k cut; 0 = off [suite default: 40].")
+@click.option("--top-p", type=float, default=None, help="Nucleus cut; 1 = off [suite default: 1.0].")
+@click.option("--scorer", "scorers", multiple=True, help="Scorers to use (repeatable) [default: the suite's].")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
+              help="Sampling precision of local models (bfloat16 is faster; texts then depend on --batch-size).")
+@click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:1 ... (local models).")
+@click.option("--api-base", default=None, help="Base URL of an OpenAI-compatible server [env NLGBIAS_API_BASE].")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
+              help="Environment variable that holds the server's API key (the key itself is never written).")
+@click.option("--concurrency", type=int, default=8, show_default=True, help="Requests in flight (server models).")
+@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds per request (server models).")
+@click.option("--max-retries", type=int, default=5, show_default=True, help="Retries on 429/5xx/timeouts.")
+@click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap replicates per CI.")
+@click.option("--min-n", type=int, default=30, show_default=True, help="Cells with fewer samples are flagged.")
+@click.option("--quiet", is_flag=True, help="No progress bars or notes.")
+def run(suite, models, samples, seed, out, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
+        dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, n_boot, min_n, quiet) -> None:
+    """Run a probe SUITE (built-in name or YAML file) on one or more models.
+
+    Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
+    manifest.json to --out.  Rerunning the same command resumes an interrupted run and
+    only rebuilds missing outputs of a finished one.
+
+    Example:
+
+        nlgbias run sheng2019 --model smollm2-135m --model gemma3-270m --samples 50 --out runs/two
+    """
+    from nlgbias.audit import run as run_audit
+    from nlgbias.models import BackendOptions
+
+    if n_boot < 100:
+        raise InputError(f"--n-boot {n_boot}: use at least 100 bootstrap replicates")
+    options = BackendOptions(dtype=dtype, device=device, api_base=api_base, api_key_env=api_key_env,
+                             concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+    result = run_audit(suite, models=list(models) or ["smollm2-135m"], samples=samples, seed=seed, out=out,
+                       batch_size=batch_size, max_new_tokens=max_new_tokens, temperature=temperature,
+                       top_k=top_k, top_p=top_p, scorers=list(scorers) or None, backend_options=options,
+                       n_boot=n_boot, min_n=min_n, quiet=quiet, command=["nlgbias", *sys.argv[1:]])
+    if not quiet:
+        click.echo(f"report: {result.out / 'report.html'}")
+
+
+@cli.command()
+@click.option("--scorer", "scorer_name", required=True, help="vader, textblob, regard ...")
+@click.option("--input", "input_path", required=True, type=click.Path(path_type=Path),
+              help="UTF-8 text file, one text per line.")
+@click.option("--output", "output_path", required=True, type=click.Path(path_type=Path), help="JSONL file to write.")
+def score(scorer_name, input_path, output_path) -> None:
+    """Score one text per line of --input; write {"text", "label", "scores"} per line.
+
+    Example:
+
+        nlgbias score --scorer vader --input sentences.txt --output scored.jsonl
+    """
+    from nlgbias.scorers import get_scorer
+    from nlgbias.store import write_text
+
+    scorer = get_scorer(scorer_name)
+    if not input_path.is_file():
+        raise InputError(f"--input {input_path}: file not found")
+    try:
+        texts = input_path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = input_path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise InputError(f"--input {input_path}:{line}: not UTF-8 text") from None
+    if output_path.is_dir():
+        raise InputError(f"--output {output_path}: is a folder; give a file name")
+    scored = scorer.score(texts)
+    lines = [json.dumps({"text": t, "label": label, "scores": details}, ensure_ascii=False)
+             for t, label, details in zip(texts, scored["label"], scored["details"])]
+    try:
+        write_text(output_path, "".join(line + "\n" for line in lines))
+    except OSError as exc:
+        raise InputError(f"--output {output_path}: cannot write ({exc.strerror or exc})") from None
+
+
+@cli.command()
+def models() -> None:
+    """List the embedded models, whether each is installed, and how to install the rest.
+
+    Example:
+
+        nlgbias models
+    """
+    from nlgbias.models import list_models
+
+    rows = list_models()
+    width = max(len(r["alias"]) for r in rows)
+    for r in rows:
+        status = "installed" if r["installed"] == "yes" else f"not installed: {r['install']}"
+        click.echo(f"{r['alias']:<{width}}  {r['description']}  [{status}]")
+    click.echo("\nAlso: a .gguf file, a transformers model folder, a hub id (org/name, needs a hub), "
+               "or openai:NAME[@URL] for an OpenAI-compatible server.")
+
+
+@cli.command()
+@click.argument("name", required=False)
+def suites(name) -> None:
+    """List built-in suites, or show the prompts of one (a name or a YAML path).
+
+    Example:
+
+        nlgbias suites sheng2019
+    """
+    from nlgbias.suites import expand_suite, list_suites, load_suite
+
+    if not name:
+        for suite_name in list_suites():
+            suite = load_suite(suite_name)
+            click.echo(f"{suite_name:<28} {len(suite.templates) * len(suite.groups):>4} prompts  {suite.description[:70]}")
+        return
+    suite = load_suite(name)
+    for row in expand_suite(suite).itertuples():
+        click.echo(f"{row.prompt_id:<32} {row.context:<12} {row.prompt}")
+
+
+@cli.command()
+def scorers() -> None:
+    """List scorers and whether each can run here.
+
+    Example:
+
+        nlgbias scorers
+    """
+    from nlgbias.errors import ScorerError
+    from nlgbias.scorers import get_scorer, list_scorers
+
+    for name in list_scorers():
+        try:
+            scorer = get_scorer(name)
+            click.echo(f"{name:<10} available  {scorer.version}")
+        except ScorerError as exc:
+            click.echo(f"{name:<10} not available: {exc}")
+
+
+@cli.command()
+@click.argument("folder", type=click.Path(path_type=Path))
+def report(folder) -> None:
+    """Re-render FOLDER/report.html from the run's metrics.json, samples and manifest.
+
+    Example:
+
+        nlgbias report runs/demo
+    """
+    import pandas as pd
+
+    from nlgbias.metrics import Results
+    from nlgbias.report import write_report
+
+    needed = ["metrics.json", "samples.parquet", "manifest.json"]
+    for name in needed:
+        if not (folder / name).is_file():
+            raise InputError(f"{folder / name}: missing; run `nlgbias run ... --out {folder}` first")
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    write_report(folder / "report.html", Results.read(folder), pd.read_parquet(folder / "samples.parquet"), manifest)
+    click.echo(f"report: {folder / 'report.html'}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI; bad input -> one ``Error:`` line and exit code 2."""
+    try:
+        cli.main(args=argv, prog_name="nlgbias", standalone_mode=False)
+    except NlgbiasError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except click.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
+        hint = f" (see: nlgbias {exc.ctx.command.name} --help)" if exc.ctx and exc.ctx.command.name != "cli" else ""
+        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("\nInterrupted; what was finished is stored. Rerun the same command to resume.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(1)

@@ -1,0 +1,7 @@
+"""Metrics: shares with bootstrap CIs, group and model gaps, permutation tests, FDR."""
+
+from nlgbias.metrics.results import Results, compute_metrics
+from nlgbias.metrics.shares import differences, group_shares
+from nlgbias.metrics.significance import fdr_bh, permutation_p
+
+__all__ = ["Results", "compute_metrics", "differences", "group_shares", "fdr_bh", "permutation_p"]

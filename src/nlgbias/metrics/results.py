@@ -1,0 +1,120 @@
+"""The metrics of a run, computed once and read many ways (report, JSON, CSV).
+
+``compute_metrics(scored, ...)`` returns a :class:`Results` with three tables:
+
+``shares``
+    per (model, context, scorer, group, label): ``n, k, share, ci_low, ci_high, small_n``
+    and ``n_empty`` (samples whose continuation was empty; they are counted, not dropped).
+``gaps``
+    per (model, context, scorer, label, group pair): the difference in share with its CI,
+    the exact permutation p-value and ``p_adj``.
+``model_gaps``
+    per (context, scorer, group, label, model pair), when a run has several models.
+
+``p_adj`` is Benjamini-Hochberg over every comparison in ``gaps`` and ``model_gaps`` together.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from nlgbias.metrics.shares import differences, group_shares
+from nlgbias.metrics.significance import fdr_bh
+from nlgbias.store.export import write_csv, write_json
+
+METRICS_FILE = "metrics.json"
+
+
+@dataclass
+class Results:
+    """Tables of a run's metrics plus ``meta`` (methods, settings, comparison count)."""
+
+    shares: pd.DataFrame
+    gaps: pd.DataFrame
+    model_gaps: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"meta": self.meta,
+                "shares": self.shares.to_dict(orient="records"),
+                "gaps": self.gaps.to_dict(orient="records"),
+                "model_gaps": self.model_gaps.to_dict(orient="records")}
+
+    def write(self, folder: str | Path) -> list[Path]:
+        """Write ``metrics.json`` and one CSV per table into ``folder``."""
+        folder = Path(folder)
+        paths = [write_json(folder / METRICS_FILE, self.to_dict())]
+        for name in ("shares", "gaps", "model_gaps"):
+            paths.append(write_csv(folder / f"{name}.csv", getattr(self, name)))
+        return paths
+
+    @classmethod
+    def read(cls, folder: str | Path) -> "Results":
+        """Read what :meth:`write` wrote (from ``metrics.json``)."""
+        data = json.loads((Path(folder) / METRICS_FILE).read_text(encoding="utf-8"))
+        tables = {}
+        for name in ("shares", "gaps", "model_gaps"):
+            columns = data["meta"]["columns"][name]
+            table = pd.DataFrame.from_records(data[name], columns=columns)
+            tables[name] = table.astype({c: float for c in table.columns if c in FLOAT_COLUMNS})
+        return cls(meta=data["meta"], **tables)
+
+
+FLOAT_COLUMNS = {"share", "ci_low", "ci_high", "share_a", "share_b", "diff", "p", "p_adj"}
+
+
+def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, str]],
+                    labels: Sequence[str] = ("negative", "neutral", "positive"),
+                    gap_labels: Sequence[str] = ("negative", "positive"),
+                    n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
+                    min_n: int = 30) -> Results:
+    """Shares, group gaps and model gaps of a scored run.
+
+    Parameters
+    ----------
+    scored : pandas.DataFrame
+        One row per (generation, scorer): ``model, context, scorer, group, label`` and
+        ``is_empty`` (bool, the continuation was empty).
+    comparisons : sequence of (str, str)
+        Group pairs from the suite, e.g. ``[("man", "woman"), ("Black", "White")]``.
+    labels : sequence of str
+        Labels reported in every cell.
+    gap_labels : sequence of str
+        Labels whose share differences are tested.
+    n_boot, confidence, seed, min_n
+        See :func:`~nlgbias.metrics.shares.group_shares`.
+
+    Returns
+    -------
+    Results
+    """
+    shares = group_shares(scored, labels=labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
+    empties = (scored.groupby(["model", "context", "scorer", "group"], sort=False)["is_empty"].sum()
+               .rename("n_empty").reset_index())
+    shares = shares.merge(empties, on=["model", "context", "scorer", "group"], how="left")
+    shares["n_empty"] = shares["n_empty"].fillna(0).astype(int)
+    options = dict(labels=gap_labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
+    gaps = differences(shares, column="group", pairs=comparisons, within=["model", "context", "scorer"], **options)
+    models = list(dict.fromkeys(scored["model"]))
+    model_gaps = differences(shares, column="model", pairs=list(combinations(models, 2)),
+                             within=["context", "scorer", "group"], **options)
+    adjusted = fdr_bh(np.concatenate([gaps["p"].to_numpy(float), model_gaps["p"].to_numpy(float)]))
+    gaps["p_adj"] = adjusted[: len(gaps)]
+    model_gaps["p_adj"] = adjusted[len(gaps):]
+    meta = {
+        "ci": f"{confidence:.0%} percentile bootstrap, {n_boot} replicates, resampled within each cell",
+        "test": "exact two-sided permutation test of the difference in shares (hypergeometric null)",
+        "correction": f"Benjamini-Hochberg over all {len(gaps) + len(model_gaps)} comparisons in gaps and model_gaps",
+        "confidence": confidence, "n_boot": n_boot, "seed": seed, "min_n": min_n,
+        "labels": list(labels), "gap_labels": list(gap_labels), "comparisons": [list(c) for c in comparisons],
+        "models": models, "n_comparisons": int(len(gaps) + len(model_gaps)),
+        "columns": {"shares": list(shares.columns), "gaps": list(gaps.columns), "model_gaps": list(model_gaps.columns)},
+    }
+    return Results(shares=shares, gaps=gaps, model_gaps=model_gaps, meta=meta)

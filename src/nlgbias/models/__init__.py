@@ -1,0 +1,11 @@
+"""Models: backends that sample continuations and score log-probabilities.
+
+``resolve_model`` checks a ``--model`` value cheaply; ``load_backend`` loads it.
+"""
+
+from nlgbias.models.backend import Backend, GenerationRequest
+from nlgbias.models.embedded import DEFAULT_MODEL, EMBEDDED
+from nlgbias.models.registry import BackendOptions, ModelRef, list_models, load_backend, resolve_model
+
+__all__ = ["Backend", "BackendOptions", "DEFAULT_MODEL", "EMBEDDED", "GenerationRequest", "ModelRef",
+           "list_models", "load_backend", "resolve_model"]

@@ -1,0 +1,249 @@
+"""Backend for OpenAI-compatible completion servers (vLLM, llama.cpp server, Ollama, hosted APIs).
+
+Each sample is one ``POST {base_url}/completions`` with its own ``seed``, so servers that honour
+seeds reproduce samples.  Requests run on a bounded thread pool.  Failures that may pass
+(HTTP 429, 5xx, timeouts, refused or reset connections) are retried with exponential backoff,
+waiting what ``Retry-After`` asks when the server sends it; after ``max_retries`` retries the
+backend gives up with one clear error.  Other HTTP errors and malformed JSON fail at once.
+
+The API key is read from an environment variable (``OPENAI_API_KEY`` unless told otherwise)
+and is only ever put in the ``Authorization`` header: never in info, errors or outputs.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import random
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from typing import Any, Sequence
+
+from nlgbias.errors import BackendError
+from nlgbias.models.backend import GenerationRequest
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+MAX_RETRY_AFTER = 300.0
+
+
+class GiveUp(BackendError):
+    """The server kept failing after every retry."""
+
+
+class OpenAIBackend:
+    """A model served behind ``/v1/completions``.
+
+    Parameters
+    ----------
+    model : str
+        The served model name sent as ``model``.
+    base_url : str
+        E.g. ``http://127.0.0.1:8000/v1`` (vLLM), ``http://127.0.0.1:11434/v1`` (Ollama).
+    api_key_env : str, default="OPENAI_API_KEY"
+        Name of the environment variable holding the key (unset: no Authorization header).
+    concurrency : int, default=8
+        Requests in flight at once.
+    timeout : float, default=60
+        Seconds to wait for one response.
+    max_retries : int, default=5
+        Retries after the first attempt for 429 / 5xx / timeouts / connection errors.
+    backoff : float, default=1.0
+        First retry delay in seconds; doubles each retry (with jitter), capped at ``max_backoff``.
+    send_top_k : bool, default=True
+        Send ``top_k`` (vLLM, llama.cpp and Ollama accept it; OpenAI's hosted API does not:
+        set ``--top-k 0`` there).
+    """
+
+    def __init__(self, model: str, *, base_url: str, model_id: str | None = None,
+                 api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8, timeout: float = 60.0,
+                 max_retries: int = 5, backoff: float = 1.0, max_backoff: float = 60.0,
+                 send_top_k: bool = True) -> None:
+        if concurrency < 1:
+            raise BackendError(f"--concurrency {concurrency}: must be at least 1")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.model_id = model_id or f"openai:{model}"
+        self.api_key_env = api_key_env
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.send_top_k = send_top_k
+        self.stats = {"requests": 0, "retries": 0}
+        self._lock = threading.Lock()
+        self.info = {"backend": "openai-http", "base_url": self.base_url, "model": model,
+                     "api_key_env": api_key_env, "concurrency": concurrency, "timeout_s": timeout,
+                     "max_retries": max_retries}
+
+    # -- public interface --------------------------------------------------------------------
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        """One completion per request, in order; see :class:`~nlgbias.models.backend.Backend`."""
+        return self._map(self._complete, list(requests))
+
+    def next_token_logprobs(self, contexts: Sequence[str], targets: Sequence[str]) -> list[float]:
+        """Log P(target | context) from the server's prompt log-probabilities (``echo``)."""
+        if len(contexts) != len(targets):
+            raise ValueError(f"contexts and targets differ in length: {len(contexts)} vs {len(targets)}")
+        return self._map(lambda pair: self._prompt_logprob(*pair), list(zip(contexts, targets)))
+
+    def close(self) -> None:
+        pass
+
+    # -- one request -------------------------------------------------------------------------
+
+    def _complete(self, request: GenerationRequest) -> str:
+        params = request.params
+        body: dict[str, Any] = {
+            "model": self.model, "prompt": request.prompt, "max_tokens": params.max_new_tokens,
+            "temperature": params.temperature, "top_p": params.top_p, "n": 1,
+            "seed": request.seed % (2 ** 31),
+        }
+        if self.send_top_k and params.top_k > 0:
+            body["top_k"] = params.top_k
+        reply = self._post("/completions", body)
+        try:
+            text = reply["choices"][0]["text"]
+        except (KeyError, IndexError, TypeError):
+            raise BackendError(f"endpoint {self.base_url}/completions: reply has no choices[0].text") from None
+        if not isinstance(text, str):
+            raise BackendError(f"endpoint {self.base_url}/completions: choices[0].text is not text")
+        return text
+
+    def _prompt_logprob(self, context: str, target: str) -> float:
+        if not target:
+            raise BackendError("target '': an empty continuation cannot be scored")
+        body = {"model": self.model, "prompt": context + target, "max_tokens": 1, "temperature": 0,
+                "echo": True, "logprobs": 1}
+        reply = self._post("/completions", body)
+        try:
+            logprobs = reply["choices"][0]["logprobs"]
+            tokens, values, offsets = logprobs["tokens"], logprobs["token_logprobs"], logprobs["text_offset"]
+        except (KeyError, IndexError, TypeError):
+            raise BackendError(f"endpoint {self.base_url}: does not return prompt log-probabilities "
+                               f"(echo + logprobs); this probe needs a server that does, e.g. vLLM") from None
+        start, end = len(context), len(context) + len(target)
+        total, used = 0.0, 0
+        for token, value, offset in zip(tokens, values, offsets):
+            if start <= offset < end:
+                if value is None:
+                    raise BackendError(f"endpoint {self.base_url}: returned no log-probability for {token!r}")
+                total += float(value)
+                used += 1
+        if used == 0:
+            raise BackendError(f"target {target!r}: the server's tokens do not cover it")
+        return total
+
+    def _post(self, path: str, body: dict) -> dict:
+        """POST JSON with retries; returns the decoded reply or raises BackendError."""
+        url = self.base_url + path
+        data = json.dumps(body).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        key = os.environ.get(self.api_key_env, "")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            with self._lock:
+                self.stats["requests"] += 1
+                if attempt:
+                    self.stats["retries"] += 1
+            delay = None
+            try:
+                with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers),
+                                            timeout=self.timeout) as response:
+                    raw = response.read()
+            except urllib.error.HTTPError as exc:
+                detail = _error_detail(exc)
+                if exc.code not in RETRY_STATUS:
+                    hint = f" (check the key in ${self.api_key_env})" if exc.code in (401, 403) else ""
+                    raise BackendError(f"endpoint {url}: HTTP {exc.code}{hint}: {detail}") from None
+                last = f"HTTP {exc.code}: {detail}"
+                delay = _retry_after(exc.headers.get("Retry-After"))
+            except (TimeoutError, socket.timeout):
+                last = f"no reply within {self.timeout:g} s"
+            except urllib.error.URLError as exc:
+                reason = exc.reason
+                if isinstance(reason, (TimeoutError, socket.timeout)):
+                    last = f"no reply within {self.timeout:g} s"
+                else:
+                    last = f"cannot connect ({getattr(reason, 'strerror', None) or reason})"
+            except (ConnectionError, http_client_errors()) as exc:
+                last = f"connection failed ({type(exc).__name__})"
+            else:
+                try:
+                    reply = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                    raise BackendError(f"endpoint {url}: returned malformed JSON ({exc.__class__.__name__} at byte "
+                                       f"{getattr(exc, 'pos', getattr(exc, 'start', '?'))})") from None
+                if not isinstance(reply, dict):
+                    raise BackendError(f"endpoint {url}: returned JSON that is not an object")
+                return reply
+            if attempt == self.max_retries:
+                break
+            if delay is None:
+                delay = min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
+            time.sleep(delay)
+        raise GiveUp(f"endpoint {url}: gave up after {self.max_retries + 1} attempts; last error: {last}")
+
+    def _map(self, fn, items: list) -> list:
+        """Apply ``fn`` to every item with at most ``concurrency`` in flight; keep order.
+
+        The first failure cancels what has not started and is raised.
+        """
+        if not items:
+            return []
+        if self.concurrency == 1 or len(items) == 1:
+            return [fn(item) for item in items]
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(items)))
+        try:
+            futures = [pool.submit(fn, item) for item in items]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = [f for f in futures if f in done and f.exception() is not None]
+            if failed:
+                raise failed[0].exception()
+            return [f.result() for f in futures]
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def http_client_errors():
+    import http.client
+
+    return http.client.HTTPException
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), capped."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return max(0.0, min(MAX_RETRY_AFTER, seconds))
+
+
+def _error_detail(exc: urllib.error.HTTPError) -> str:
+    try:
+        body = exc.read().decode("utf-8", "replace")
+    except Exception:  # the body is a courtesy; never fail on it
+        body = ""
+    try:
+        message = json.loads(body)["error"]
+        message = message.get("message", message) if isinstance(message, dict) else message
+    except (ValueError, KeyError, TypeError):
+        message = body
+    text = " ".join(str(message).split())[:200]
+    return text or exc.reason or "no detail"

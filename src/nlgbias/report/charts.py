@@ -1,0 +1,82 @@
+"""Geometry of the report's charts, computed in Python and drawn as inline SVG by the template.
+
+Only numbers and the labels to print leave this module; the template escapes every label.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+COLORS = {"negative": "#d55e00", "neutral": "#c8c8c8", "positive": "#0072b2"}  # Okabe-Ito
+EXTRA_COLORS = ("#e69f00", "#56b4e9", "#009e73", "#f0e442", "#cc79a7", "#999999")
+LABEL_WIDTH = 150
+BAR_WIDTH = 330
+ROW = 22
+GAP = 6
+TOP = 30
+
+
+def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] | None = None) -> list[dict]:
+    """One panel per (context, scorer): a horizontal stacked bar per (model, group).
+
+    Each bar runs from the first label (left) to the last (right).  Whiskers show the 95% CI
+    of the first label's share (at its right edge) and of the last label's share (at its
+    left edge), which is how Figure 2 of Sheng et al. is read: negative vs positive.
+
+    Returns
+    -------
+    list of dict
+        ``title, width, height, rows, ticks, legend``; every row has ``label, y, n, small_n,
+        segments (x, w, color, text, title), whiskers (x1, x2, y)``.
+    """
+    panels = []
+    colors = {label: COLORS.get(label, EXTRA_COLORS[i % len(EXTRA_COLORS)]) for i, label in enumerate(labels)}
+    models = list(dict.fromkeys(shares["model"]))
+    scorer_order = {name: i for i, name in enumerate(scorers or dict.fromkeys(shares["scorer"]))}
+    context_order = {name: i for i, name in enumerate(dict.fromkeys(shares["context"]))}
+    cells = sorted(shares.groupby(["context", "scorer"], sort=False),
+                   key=lambda item: (context_order[item[0][0]], scorer_order.get(item[0][1], len(scorer_order))))
+    for (context, scorer), cell in cells:
+        rows = []
+        y = TOP
+        for model in models:
+            for group in dict.fromkeys(cell.loc[cell["model"] == model, "group"]):
+                part = cell[(cell["model"] == model) & (cell["group"] == group)].set_index("label")
+                row = _bar(part, labels, colors, y)
+                row["label"] = f"{group}" if len(models) == 1 else f"{model} · {group}"
+                rows.append(row)
+                y += ROW + GAP
+            y += GAP * 2 if len(models) > 1 else 0
+        ticks = [{"x": LABEL_WIDTH + BAR_WIDTH * t / 100, "text": f"{t}%"} for t in (0, 25, 50, 75, 100)]
+        panels.append({
+            "title": f"{context} · {scorer}", "context": context, "scorer": scorer,
+            "width": LABEL_WIDTH + BAR_WIDTH + 70, "height": y + 24, "rows": rows, "ticks": ticks,
+            "axis_y": y, "legend": [{"label": lab, "color": colors[lab]} for lab in labels],
+        })
+    return panels
+
+
+def _bar(part: pd.DataFrame, labels: list[str], colors: dict, y: float) -> dict:
+    x = LABEL_WIDTH
+    segments = []
+    n = int(part["n"].iloc[0]) if len(part) else 0
+    for label in labels:
+        share = float(part.at[label, "share"]) if label in part.index else 0.0
+        width = BAR_WIDTH * share
+        segments.append({"x": x, "w": width, "color": colors[label], "dark_text": label == "neutral",
+                         "text": f"{share:.0%}" if width >= 30 else "",
+                         "title": f"{label}: {share:.1%} (95% CI {part.at[label, 'ci_low']:.1%}–"
+                                  f"{part.at[label, 'ci_high']:.1%}), n = {n}" if label in part.index else label})
+        x += width
+    whiskers = []
+    mid = y + ROW / 2
+    first, last = labels[0], labels[-1]
+    if first in part.index:
+        whiskers.append({"x1": LABEL_WIDTH + BAR_WIDTH * float(part.at[first, "ci_low"]),
+                         "x2": LABEL_WIDTH + BAR_WIDTH * float(part.at[first, "ci_high"]), "y": mid - 4})
+    if last in part.index:
+        whiskers.append({"x1": LABEL_WIDTH + BAR_WIDTH * (1 - float(part.at[last, "ci_high"])),
+                         "x2": LABEL_WIDTH + BAR_WIDTH * (1 - float(part.at[last, "ci_low"])), "y": mid + 4})
+    small = bool(part["small_n"].iloc[0]) if len(part) else True
+    return {"y": y, "n": n, "small_n": small, "segments": segments, "whiskers": whiskers,
+            "n_x": LABEL_WIDTH + BAR_WIDTH + 6, "text_y": mid + 4}

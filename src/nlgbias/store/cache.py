@@ -1,0 +1,115 @@
+"""Fill the store with what a run needs, generating or scoring only what is missing.
+
+This is the only place that calls a backend's ``generate`` during a run, so no backend
+implements resume itself (the pattern of lm-evaluation-harness's ``CachingLM``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from nlgbias.models.backend import GenerationRequest
+from nlgbias.sampling import SamplingParams
+from nlgbias.store.db import RunStore
+
+
+def text_hash(text: str) -> str:
+    """Key of a scored text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int) -> list[pd.DataFrame]:
+    """The plan cut into fixed batches (per model, in plan order); those with any sample missing.
+
+    Batches are fixed by the plan and the batch size, never by what is missing, so a resumed
+    run regenerates exactly the batches an uninterrupted run would have generated.
+    """
+    have = store.existing_generations(plan["generation_id"])
+    batches = []
+    for _, rows in plan.groupby("model", sort=False):
+        for start in range(0, len(rows), batch_size):
+            batch = rows.iloc[start:start + batch_size]
+            if not set(batch["generation_id"]) <= have:
+                batches.append(batch)
+    return batches
+
+
+def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str], object],
+                     params: SamplingParams, batch_size: int, progress: Callable | None = None) -> int:
+    """Generate every missing batch of ``plan`` and store each batch in one transaction.
+
+    Parameters
+    ----------
+    plan : pandas.DataFrame
+        From :func:`nlgbias.models.plan.plan_samples`.
+    store : RunStore
+    load : callable
+        ``load(model_id) -> Backend``; called only for models with missing samples.
+    params : SamplingParams
+    batch_size : int
+    progress : callable, optional
+        ``progress(model_id, total) -> bar`` with ``bar.update(n)`` and ``bar.close()``.
+
+    Returns
+    -------
+    int
+        Number of samples generated.
+    """
+    batches = missing_batches(plan, store, batch_size)
+    generated = 0
+    by_model: dict[str, list[pd.DataFrame]] = {}
+    for batch in batches:
+        by_model.setdefault(batch["model"].iloc[0], []).append(batch)
+    for model_id, model_batches in by_model.items():
+        backend = load(model_id)
+        bar = progress(model_id, sum(len(b) for b in model_batches)) if progress else None
+        try:
+            for batch in model_batches:
+                requests = [GenerationRequest(prompt, params, int(seed))
+                            for prompt, seed in zip(batch["prompt"], batch["seed"])]
+                texts = backend.generate(requests)
+                store.add_generations([
+                    {"generation_id": gid, "model": model_id, "prompt": prompt, "params": params.to_dict(),
+                     "seed": int(seed), "continuation": text}
+                    for gid, prompt, seed, text in zip(batch["generation_id"], batch["prompt"], batch["seed"], texts)])
+                generated += len(batch)
+                if bar:
+                    bar.update(len(batch))
+        finally:
+            if bar:
+                bar.close()
+            backend.close()
+    return generated
+
+
+def fill_scores(texts: Sequence[str], scorer, store: RunStore, *, batch_size: int = 512,
+                progress: Callable | None = None) -> pd.DataFrame:
+    """Score the texts the store has no score for; return every text's score.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``text_hash, label, score, details`` (details as JSON text), one row per distinct text.
+    """
+    unique = list(dict.fromkeys(texts))
+    hashes = [text_hash(t) for t in unique]
+    have = store.existing_scores(hashes, scorer.name, scorer.version)
+    todo = [(h, t) for h, t in zip(hashes, unique) if h not in have]
+    bar = progress(scorer.name, len(todo)) if (progress and todo) else None
+    try:
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start:start + batch_size]
+            scored = scorer.score([t for _, t in chunk])
+            store.add_scores([
+                {"text_hash": h, "scorer": scorer.name, "scorer_version": scorer.version,
+                 "label": label, "score": value, "details": details}
+                for (h, _), label, value, details in zip(chunk, scored["label"], scored["score"], scored["details"])])
+            if bar:
+                bar.update(len(chunk))
+    finally:
+        if bar:
+            bar.close()
+    return store.scores(hashes, scorer.name, scorer.version)

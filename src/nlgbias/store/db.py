@@ -1,0 +1,228 @@
+"""The run store: one SQLite database (WAL mode) per output folder.
+
+Tables
+------
+``generations``
+    One row per sample, keyed by ``generation_id`` = hash of (model, model fingerprint,
+    prompt, sampling parameters, sample seed).  Rows are inserted a batch at a time, each batch
+    in one transaction with ``INSERT OR IGNORE``: a killed run loses at most the batch in
+    flight, and a rerun skips the keys it already has, so nothing is ever duplicated.
+``scores``
+    One row per (scored text, scorer, scorer version): a cache, so the same text is never
+    scored twice.
+``runs``
+    Each run's configuration, first start and first finish time.
+``models``
+    What each loaded model reported about itself (architecture, dtype, weight hash).
+
+The store is the source of truth; Parquet, JSON and HTML outputs are rebuilt from it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from nlgbias.errors import StoreError
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT
+);
+CREATE TABLE IF NOT EXISTS generations (
+    generation_id TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    params TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    continuation TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS models (
+    model_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    info TEXT NOT NULL,
+    PRIMARY KEY (model_id, fingerprint)
+);
+CREATE TABLE IF NOT EXISTS scores (
+    text_hash TEXT NOT NULL,
+    scorer TEXT NOT NULL,
+    scorer_version TEXT NOT NULL,
+    label TEXT NOT NULL,
+    score REAL,
+    details TEXT,
+    PRIMARY KEY (text_hash, scorer, scorer_version)
+);
+"""
+
+
+def now() -> str:
+    """The current UTC time as ISO 8601 with seconds."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+class RunStore:
+    """Open (or create) the store at ``path``.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The SQLite file, usually ``<out>/store.sqlite``.  ``":memory:"`` for tests.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(SCHEMA)
+            row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a usable nlgbias store ({exc})") from None
+        if row is None:
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: store schema {row[0]}, this nlgbias reads {SCHEMA_VERSION}; use a new --out")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- runs ---------------------------------------------------------------------------
+
+    def start_run(self, run_id: str, config: dict) -> str:
+        """Record a run (first start only); return its first start time."""
+        self.db.execute("INSERT OR IGNORE INTO runs (run_id, config, started_at) VALUES (?, ?, ?)",
+                        (run_id, json.dumps(config, sort_keys=True), now()))
+        return self.db.execute("SELECT started_at FROM runs WHERE run_id=?", (run_id,)).fetchone()[0]
+
+    def finish_run(self, run_id: str) -> str:
+        """Set the finish time the first time a run completes; return it."""
+        self.db.execute("UPDATE runs SET finished_at=? WHERE run_id=? AND finished_at IS NULL", (now(), run_id))
+        return self.db.execute("SELECT finished_at FROM runs WHERE run_id=?", (run_id,)).fetchone()[0]
+
+    # -- models -------------------------------------------------------------------------
+
+    def save_model_info(self, model_id: str, fingerprint: str, info: dict) -> None:
+        """Remember what a loaded model reported (replaces an earlier record)."""
+        with self._transaction():
+            self.db.execute("INSERT OR REPLACE INTO models VALUES (?, ?, ?)",
+                            (model_id, fingerprint, json.dumps(info, sort_keys=True)))
+
+    def model_info(self, model_id: str, fingerprint: str) -> dict | None:
+        row = self.db.execute("SELECT info FROM models WHERE model_id=? AND fingerprint=?",
+                              (model_id, fingerprint)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    # -- generations --------------------------------------------------------------------
+
+    def existing_generations(self, ids: Iterable[str]) -> set[str]:
+        """The subset of ``ids`` already stored."""
+        ids = list(ids)
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(r[0] for r in self.db.execute(
+                f"SELECT generation_id FROM generations WHERE generation_id IN ({marks})", chunk))
+        return found
+
+    def add_generations(self, rows: Sequence[dict]) -> int:
+        """Insert one batch in one transaction; existing keys are left as they are.
+
+        Each row needs ``generation_id, model, prompt, params (dict), seed, continuation``.
+        Returns the number of rows actually inserted.
+        """
+        stamp = now()
+        values = [(r["generation_id"], r["model"], r["prompt"], json.dumps(r["params"], sort_keys=True),
+                   int(r["seed"]), r["continuation"], stamp) for r in rows]
+        with self._transaction():
+            before = self.db.total_changes
+            self.db.executemany("INSERT OR IGNORE INTO generations VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+            return self.db.total_changes - before
+
+    def generations(self, ids: Sequence[str]) -> pd.DataFrame:
+        """Stored rows for ``ids``: ``generation_id, continuation`` (missing ids are absent)."""
+        frames = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            frames.append(pd.read_sql_query(
+                f"SELECT generation_id, continuation FROM generations WHERE generation_id IN ({marks})",
+                self.db, params=chunk))
+        if not frames:
+            return pd.DataFrame({"generation_id": pd.Series(dtype=str), "continuation": pd.Series(dtype=str)})
+        return pd.concat(frames, ignore_index=True)
+
+    def count_generations(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+
+    # -- scores -------------------------------------------------------------------------
+
+    def existing_scores(self, text_hashes: Iterable[str], scorer: str, version: str) -> set[str]:
+        hashes = list(text_hashes)
+        found: set[str] = set()
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(r[0] for r in self.db.execute(
+                f"SELECT text_hash FROM scores WHERE scorer=? AND scorer_version=? AND text_hash IN ({marks})",
+                [scorer, version, *chunk]))
+        return found
+
+    def add_scores(self, rows: Sequence[dict]) -> None:
+        """Insert scores (``text_hash, scorer, scorer_version, label, score, details``) in one transaction."""
+        values = [(r["text_hash"], r["scorer"], r["scorer_version"], r["label"],
+                   None if r.get("score") is None else float(r["score"]),
+                   None if r.get("details") is None else json.dumps(r["details"], sort_keys=True)) for r in rows]
+        with self._transaction():
+            self.db.executemany("INSERT OR IGNORE INTO scores VALUES (?, ?, ?, ?, ?, ?)", values)
+
+    def scores(self, text_hashes: Sequence[str], scorer: str, version: str) -> pd.DataFrame:
+        """Stored scores: ``text_hash, label, score, details`` (details as JSON text or None)."""
+        frames = []
+        hashes = list(dict.fromkeys(text_hashes))
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            frames.append(pd.read_sql_query(
+                f"SELECT text_hash, label, score, details FROM scores "
+                f"WHERE scorer=? AND scorer_version=? AND text_hash IN ({marks})",
+                self.db, params=[scorer, version, *chunk]))
+        if not frames:
+            return pd.DataFrame(columns=["text_hash", "label", "score", "details"])
+        return pd.concat(frames, ignore_index=True)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _transaction(self):
+        return _Transaction(self.db)
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")

@@ -1,0 +1,82 @@
+"""Write run outputs atomically: a temp file in the same folder, then ``os.replace``.
+
+A run killed while writing never leaves a half-written output; the next run rebuilds it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+
+def _atomic(path: Path, write: Callable[[str], None]) -> Path:
+    path = Path(path)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write UTF-8 text atomically."""
+    return _atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write JSON (NaN written as null) atomically, indented, keys in insertion order."""
+    return write_text(path, json.dumps(_clean(data), indent=2, ensure_ascii=False) + "\n")
+
+
+def write_parquet(path: Path, table: pd.DataFrame) -> Path:
+    """Write a DataFrame as Parquet (pyarrow, no index) atomically."""
+    return _atomic(path, lambda tmp: table.to_parquet(tmp, index=False, engine="pyarrow"))
+
+
+def write_jsonl(path: Path, table: pd.DataFrame) -> Path:
+    """Write one JSON object per row atomically (NaN as null)."""
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as out:
+            for record in table.to_dict(orient="records"):
+                out.write(json.dumps(_clean(record), ensure_ascii=False) + "\n")
+    return _atomic(path, write)
+
+
+def write_csv(path: Path, table: pd.DataFrame) -> Path:
+    """Write a DataFrame as CSV (no index) atomically."""
+    return _atomic(path, lambda tmp: table.to_csv(tmp, index=False))
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe copy: NaN/inf to None, numpy scalars to Python."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            value = value.item()
+        except (ValueError, AttributeError):
+            pass
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value

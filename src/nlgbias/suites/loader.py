@@ -1,0 +1,432 @@
+"""Load and validate probe suites written in YAML.
+
+A suite is data: groups (who the prompt is about), templates (what is asked, with a
+``{group}`` placeholder), the comparisons to test, and default sampling settings.  Built-in
+suites live in ``nlgbias/suites/data/*.yaml``; users pass the path of their own file.
+
+Every problem is reported as one line naming the file, the line and the field, e.g.
+``my.yaml:14: templates[3].text: has no {group} placeholder``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nlgbias.errors import SuiteError
+from nlgbias.sampling import SamplingParams
+
+TOP_KEYS = (
+    "suite", "version", "description", "citation", "kind", "include", "extend",
+    "sampling", "truncate", "groups", "templates", "comparisons", "scorers",
+)
+EXTEND_KEYS = ("groups", "templates", "comparisons")
+KINDS = ("generation",)
+SAMPLING_KEYS = {
+    "max_new_tokens": int, "temperature": float, "top_k": int, "top_p": float,
+}
+RESERVED_ATTRIBUTES = {
+    "run_id", "model", "suite", "suite_version", "prompt_id", "template_id", "template",
+    "context", "group", "prompt", "sample_idx", "seed", "generation_id", "text",
+}
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.'-]*$")
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+TRUNCATE_PATTERN = re.compile(r"^(first_sentence|none|words:[1-9][0-9]*)$")
+
+
+@dataclass(frozen=True)
+class Group:
+    """A demographic group: its id, the text put into templates, and its attributes."""
+
+    id: str
+    text: str
+    attributes: dict[str, str]
+
+    @property
+    def axis(self) -> str:
+        return self.attributes["axis"]
+
+
+@dataclass(frozen=True)
+class Template:
+    """A prompt template with one ``{group}`` placeholder, in a context (e.g. respect)."""
+
+    id: str
+    context: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A validated suite.  ``content_hash`` covers the resolved content, not the file bytes."""
+
+    name: str
+    version: int
+    description: str
+    citation: str
+    kind: str
+    groups: tuple[Group, ...]
+    templates: tuple[Template, ...]
+    comparisons: tuple[tuple[str, str], ...]
+    sampling: dict[str, Any]
+    truncate: str
+    scorers: tuple[str, ...]
+    path: str
+    content_hash: str = field(default="")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved suite as plain data (what the manifest records)."""
+        return {
+            "suite": self.name,
+            "version": self.version,
+            "kind": self.kind,
+            "description": self.description,
+            "citation": self.citation,
+            "sampling": dict(self.sampling),
+            "truncate": self.truncate,
+            "scorers": list(self.scorers),
+            "groups": [{"id": g.id, "text": g.text, "attributes": dict(g.attributes)} for g in self.groups],
+            "templates": [{"id": t.id, "context": t.context, "text": t.text} for t in self.templates],
+            "comparisons": [list(c) for c in self.comparisons],
+        }
+
+
+def builtin_dir() -> Path:
+    """Folder holding the built-in suite files."""
+    return Path(str(resources.files("nlgbias.suites").joinpath("data")))
+
+
+def list_suites() -> list[str]:
+    """Names of the built-in suites."""
+    return sorted(p.stem for p in builtin_dir().glob("*.yaml"))
+
+
+def resolve_suite_path(name_or_path: str | Path, *, relative_to: Path | None = None) -> Path:
+    """Find a suite file from a built-in name (``sheng2019``) or a path to a YAML file."""
+    text = str(name_or_path)
+    candidates = []
+    if relative_to is not None:
+        candidates.append(relative_to / text)
+    candidates.append(Path(text))
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    stem = Path(text).name
+    for suffix in ("", ".yaml"):
+        builtin = builtin_dir() / f"{stem}{suffix}"
+        if builtin.is_file() and builtin.suffix == ".yaml":
+            return builtin
+    raise SuiteError(f"suite {text}: no such built-in suite or file; built-in suites: {', '.join(list_suites())}")
+
+
+def load_suite(name_or_path: str | Path) -> Suite:
+    """Load, resolve (``include``/``extend``) and validate a suite.
+
+    Parameters
+    ----------
+    name_or_path : str or pathlib.Path
+        A built-in suite name (see :func:`list_suites`) or the path of a YAML file.
+
+    Returns
+    -------
+    Suite
+        Frozen, validated suite with its content hash.
+
+    Raises
+    ------
+    SuiteError
+        With ``file:line: field: problem`` for the first problem found.
+    """
+    raw = _resolve(resolve_suite_path(name_or_path), seen=())
+    suite = _build(raw)
+    digest = hashlib.sha256(json.dumps(suite.to_dict(), sort_keys=True).encode()).hexdigest()
+    return Suite(**{**suite.__dict__, "content_hash": digest})
+
+
+# --- reading YAML with line numbers -------------------------------------------------------
+
+@dataclass
+class _Doc:
+    """One YAML file: its data and the line of every node, keyed by path tuple."""
+
+    path: Path
+    data: Any
+    lines: dict[tuple, int]
+
+    def where(self, at: tuple) -> str:
+        """``file:line`` for the deepest known node on the path ``at``."""
+        for cut in range(len(at), -1, -1):
+            if at[:cut] in self.lines:
+                return f"{self.path}:{self.lines[at[:cut]]}"
+        return f"{self.path}:1"
+
+    def fail(self, at: tuple, message: str) -> SuiteError:
+        return SuiteError(f"{self.where(at)}: {_dotted(at)}: {message}" if at else f"{self.where(at)}: {message}")
+
+
+def _dotted(at: tuple) -> str:
+    out = ""
+    for part in at:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _read(path: Path) -> _Doc:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SuiteError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot read ({exc.strerror})") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SuiteError(f"{path}:{line}: invalid YAML: {problem}") from None
+    finally:
+        loader.dispose()
+    lines: dict[tuple, int] = {}
+    if node is not None:
+        _collect_lines(node, (), lines)
+    return _Doc(path, data, lines)
+
+
+def _collect_lines(node: yaml.Node, at: tuple, lines: dict[tuple, int]) -> None:
+    lines[at] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else str(key)
+            _collect_lines(value, at + (name,), lines)
+            lines[at + (name,)] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _collect_lines(item, at + (i,), lines)
+
+
+# --- resolving include / extend ------------------------------------------------------------
+
+@dataclass
+class _Item:
+    """A list item (group, template, comparison) with the document and path it came from."""
+
+    value: Any
+    doc: _Doc
+    at: tuple
+
+    def fail(self, sub: tuple, message: str) -> SuiteError:
+        return self.doc.fail(self.at + sub, message)
+
+
+@dataclass
+class _Raw:
+    doc: _Doc
+    scalars: dict[str, tuple[Any, _Doc]]
+    lists: dict[str, list[_Item]]
+
+
+def _resolve(path: Path, *, seen: tuple[Path, ...]) -> _Raw:
+    doc = _read(path)
+    if not isinstance(doc.data, dict):
+        raise doc.fail((), "a suite must be a mapping with keys suite, groups, templates, ...")
+    for key in doc.data:
+        if key not in TOP_KEYS:
+            raise doc.fail((key,), f"unknown key; allowed: {', '.join(TOP_KEYS)}")
+    if "include" in doc.data:
+        target = doc.data["include"]
+        if not isinstance(target, str):
+            raise doc.fail(("include",), "must be a suite name or a file path")
+        include_path = resolve_suite_path(target, relative_to=path.parent)
+        if include_path.resolve() in seen or include_path.resolve() == path.resolve():
+            raise doc.fail(("include",), "includes itself")
+        raw = _resolve(include_path, seen=seen + (path.resolve(),))
+    else:
+        raw = _Raw(doc, {}, {k: [] for k in EXTEND_KEYS})
+    for key, value in doc.data.items():
+        if key in ("include", "extend"):
+            continue
+        if key in EXTEND_KEYS:
+            raw.lists[key] = _items(doc, (key,), value)
+        else:
+            raw.scalars[key] = (value, doc)
+    if "extend" in doc.data:
+        extend = doc.data["extend"]
+        if not isinstance(extend, dict):
+            raise doc.fail(("extend",), f"must be a mapping with keys among {', '.join(EXTEND_KEYS)}")
+        for key, value in extend.items():
+            if key not in EXTEND_KEYS:
+                raise doc.fail(("extend", key), f"unknown key; allowed: {', '.join(EXTEND_KEYS)}")
+            raw.lists[key] = raw.lists[key] + _items(doc, ("extend", key), value)
+    raw.doc = doc
+    return raw
+
+
+def _items(doc: _Doc, at: tuple, value: Any) -> list[_Item]:
+    if not isinstance(value, list):
+        raise doc.fail(at, "must be a list")
+    return [_Item(v, doc, at + (i,)) for i, v in enumerate(value)]
+
+
+# --- validation ----------------------------------------------------------------------------
+
+def _build(raw: _Raw) -> Suite:
+    doc = raw.doc
+    name, name_doc = raw.scalars.get("suite", (None, doc))
+    if not isinstance(name, str) or not ID_PATTERN.match(name):
+        raise name_doc.fail(("suite",), "required: a name of letters, digits, '-', '_' or '.'")
+    version, version_doc = raw.scalars.get("version", (1, doc))
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise version_doc.fail(("version",), f"must be a positive integer, got {version!r}")
+    kind, kind_doc = raw.scalars.get("kind", ("generation", doc))
+    if kind not in KINDS:
+        raise kind_doc.fail(("kind",), f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
+    texts = {}
+    for key in ("description", "citation"):
+        value, value_doc = raw.scalars.get(key, ("", doc))
+        if not isinstance(value, str):
+            raise value_doc.fail((key,), "must be text")
+        texts[key] = value.strip()
+
+    groups = _groups(raw.lists["groups"], doc)
+    templates = _templates(raw.lists["templates"], doc)
+    comparisons = _comparisons(raw.lists["comparisons"], groups)
+    sampling = _sampling(*raw.scalars.get("sampling", ({}, doc)))
+    truncate, truncate_doc = raw.scalars.get("truncate", ("first_sentence", doc))
+    if not isinstance(truncate, str) or not TRUNCATE_PATTERN.match(truncate):
+        raise truncate_doc.fail(("truncate",), f"must be first_sentence, none or words:N, got {truncate!r}")
+    scorers, scorers_doc = raw.scalars.get("scorers", (["vader", "textblob", "regard"], doc))
+    if not isinstance(scorers, list) or not all(isinstance(s, str) for s in scorers) or not scorers:
+        raise scorers_doc.fail(("scorers",), "must be a non-empty list of scorer names")
+    return Suite(
+        name=name, version=version, description=texts["description"], citation=texts["citation"],
+        kind=kind, groups=tuple(groups), templates=tuple(templates), comparisons=tuple(comparisons),
+        sampling=sampling, truncate=truncate, scorers=tuple(scorers), path=str(doc.path),
+    )
+
+
+def _need_text(item: _Item, key: str) -> str:
+    value = item.value.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise item.fail((key,) if key in item.value else (), f"{key!r} is required and must be non-empty text")
+    return value
+
+
+def _groups(items: list[_Item], doc: _Doc) -> list[Group]:
+    if not items:
+        raise doc.fail(("groups",), "required: a non-empty list of groups")
+    groups: list[Group] = []
+    seen_ids: dict[str, int] = {}
+    seen_texts: dict[str, int] = {}
+    for index, item in enumerate(items):
+        if not isinstance(item.value, dict):
+            raise item.fail((), "each group must be a mapping with id, text and attributes")
+        for key in item.value:
+            if key not in ("id", "text", "attributes"):
+                raise item.fail((key,), "unknown key; allowed: id, text, attributes")
+        gid = _need_text(item, "id")
+        if not ID_PATTERN.match(gid):
+            raise item.fail(("id",), f"{gid!r} must start with a letter or digit and use letters, digits, spaces, _ . ' -")
+        text = _need_text(item, "text")
+        if gid in seen_ids:
+            raise item.fail(("id",), f"duplicate group {gid!r} (first defined as groups[{seen_ids[gid]}])")
+        if text in seen_texts:
+            raise item.fail(("text",), f"duplicate group text {text!r} (also groups[{seen_texts[text]}])")
+        attributes = item.value.get("attributes")
+        if not isinstance(attributes, dict) or not isinstance(attributes.get("axis"), str):
+            raise item.fail(("attributes",) if "attributes" in item.value else (),
+                            "attributes must be a mapping that names the group's axis (e.g. axis: gender)")
+        for key, value in attributes.items():
+            if not isinstance(key, str) or not re.match(r"^[a-z][a-z0-9_]*$", key):
+                raise item.fail(("attributes", key), "attribute names are lower-case letters, digits and _")
+            if key in RESERVED_ATTRIBUTES:
+                raise item.fail(("attributes", key), f"{key!r} is a column name nlgbias uses; pick another name")
+            if not isinstance(value, (str, int, float, bool)):
+                raise item.fail(("attributes", key), "attribute values must be text or numbers")
+        seen_ids[gid] = index
+        seen_texts[text] = index
+        groups.append(Group(gid, text, {k: str(v) for k, v in attributes.items()}))
+    return groups
+
+
+def _templates(items: list[_Item], doc: _Doc) -> list[Template]:
+    if not items:
+        raise doc.fail(("templates",), "required: a non-empty list of templates")
+    templates: list[Template] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        if not isinstance(item.value, dict):
+            raise item.fail((), "each template must be a mapping with id, context and text")
+        for key in item.value:
+            if key not in ("id", "context", "text"):
+                raise item.fail((key,), "unknown key; allowed: id, context, text")
+        tid = _need_text(item, "id")
+        if not ID_PATTERN.match(tid):
+            raise item.fail(("id",), f"{tid!r} must start with a letter or digit and use letters, digits, spaces, _ . ' -")
+        if tid in seen:
+            raise item.fail(("id",), f"duplicate template {tid!r} (first defined as templates[{seen[tid]}])")
+        context = _need_text(item, "context")
+        text = _need_text(item, "text")
+        names = PLACEHOLDER.findall(text)
+        unknown = [n for n in names if n != "group"]
+        if unknown:
+            raise item.fail(("text",), f"uses {{{unknown[0]}}}, which is not defined; the only placeholder is {{group}}")
+        if names.count("group") != 1:
+            raise item.fail(("text",), "must contain the {group} placeholder exactly once"
+                            if names else "has no {group} placeholder")
+        seen[tid] = index
+        templates.append(Template(tid, context, text))
+    return templates
+
+
+def _comparisons(items: list[_Item], groups: list[Group]) -> list[tuple[str, str]]:
+    known = {g.id for g in groups}
+    pairs: list[tuple[str, str]] = []
+    for item in items:
+        value = item.value
+        if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+            raise item.fail((), "each comparison is a pair of group ids, e.g. [man, woman]")
+        for i, gid in enumerate(value):
+            if gid not in known:
+                raise item.fail((i,), f"unknown group {gid!r}; groups: {', '.join(sorted(known))}")
+        if value[0] == value[1]:
+            raise item.fail((), f"compares {value[0]!r} with itself")
+        if tuple(value) in pairs or tuple(value[::-1]) in pairs:
+            raise item.fail((), f"duplicate comparison {value}")
+        pairs.append((value[0], value[1]))
+    if not pairs:  # default: every pair of groups on the same axis
+        for i, a in enumerate(groups):
+            for b in groups[i + 1:]:
+                if a.axis == b.axis:
+                    pairs.append((a.id, b.id))
+    return pairs
+
+
+def _sampling(value: Any, doc: _Doc) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise doc.fail(("sampling",), "must be a mapping")
+    out: dict[str, Any] = {}
+    for key, raw in value.items():
+        if key not in SAMPLING_KEYS:
+            raise doc.fail(("sampling", key), f"unknown key; allowed: {', '.join(SAMPLING_KEYS)}")
+        kind = SAMPLING_KEYS[key]
+        ok = isinstance(raw, (int, float)) and not isinstance(raw, bool)
+        if kind is int:
+            ok = ok and float(raw).is_integer()
+        if not ok:
+            raise doc.fail(("sampling", key), f"must be a number, got {raw!r}")
+        out[key] = kind(raw)
+    try:
+        SamplingParams(**out)
+    except ValueError as exc:
+        raise doc.fail(("sampling",), str(exc)) from None
+    return out
