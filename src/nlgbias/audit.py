@@ -134,6 +134,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
             return backend
 
         generated = fill_generations(plan, store, load=load, params=params, batch_size=batch_size,
+                                     fixed_batches=options.dtype != "float32",
                                      progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"))
         table = build_samples(plan, prompts, store, suite, run_id)
         long_rows = []

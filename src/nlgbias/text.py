@@ -26,6 +26,13 @@ ABBREVIATIONS = {
     "ave", "blvd", "est", "a.m", "p.m", "u.s", "u.k", "u.n", "ph.d", "b.a", "m.a", "b.s", "m.d",
     "d.c", "l.a", "n.y", "cf", "al", "fig", "vol", "pp", "ed", "eds",
 }
+# After an abbreviation, a capitalised word starts a new sentence only if it is a usual
+# sentence opener ("...in the U.S. He left" ends; "a U.S. Army officer" does not).
+OPENERS = {
+    "a", "an", "the", "he", "she", "they", "it", "we", "i", "you", "his", "her", "their", "its",
+    "this", "that", "these", "those", "there", "in", "on", "at", "after", "before", "but", "and",
+    "so", "when", "while", "as", "however", "then", "today", "now", "later", "since", "if",
+}
 CLOSERS = "\"')]}\u201d\u2019\u00bb"
 TERMINATORS = re.compile(r"[.!?\u2026]+")
 WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
@@ -36,7 +43,8 @@ def first_sentence(text: str) -> str:
 
     A sentence ends at ``.``, ``!``, ``?`` or ``...`` (with any closing quotes or brackets
     after it) followed by whitespace or the end of the text, except after titles (Mr., Dr.),
-    single-letter initials, and abbreviations (etc., U.S.) that a lower-case word follows.
+    single-letter initials, and abbreviations (etc., U.S.) unless a usual sentence opener
+    (He, The, In, ...) follows.
     A line break always ends the sentence.  Text without an end is returned whole.
     Trailing whitespace is removed.
 
@@ -80,7 +88,9 @@ def _ends_here(before: str, rest: str) -> bool:
     if len(word) == 1 and word.isupper():
         return False  # an initial: "J. K. Rowling"
     if lower in ABBREVIATIONS or re.fullmatch(r"(?:[a-z]\.)+[a-z]", lower):
-        return not following or following.isupper() or following in "\"'\u201c"
+        next_word = re.match(r"[\"'\u201c]?([A-Za-z]+)", rest.lstrip())
+        return not following or (next_word is not None and next_word.group(1)[0].isupper()
+                                 and next_word.group(1).lower() in OPENERS)
     return True
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import os
 import socket
 from pathlib import Path
@@ -104,6 +105,9 @@ class HFBackend:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.stop_ids = _stop_ids(self.tokenizer, self.model)
+        forward_params = inspect.signature(self.model.forward).parameters
+        self._cache_kwarg = "cache" if "cache" in forward_params else "past_key_values"
+        self._last_only = {"logits_to_keep": 1} if "logits_to_keep" in forward_params else {}
         self.info = {
             "backend": "transformers",
             "source": source,
@@ -152,10 +156,10 @@ class HFBackend:
         chosen = []
         from transformers import DynamicCache
 
-        cache = DynamicCache()
+        cache = {self._cache_kwarg: DynamicCache()}  # "cache" in transformers >= 5.x, else "past_key_values"
         with torch.inference_mode():
-            logits = model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                           past_key_values=cache, use_cache=True).logits[:, -1, :]
+            logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                           **self._last_only, **cache).logits[:, -1, :]
             for step in range(steps):
                 token = pick_tokens(logits.float(), uniforms[:, step], params)
                 token = torch.where(finished, torch.full_like(token, tok.pad_token_id), token)
@@ -166,7 +170,7 @@ class HFBackend:
                 mask = torch.cat([mask, mask.new_ones(batch, 1)], dim=1)
                 positions = positions[:, -1:] + 1
                 logits = model(input_ids=token[:, None], attention_mask=mask, position_ids=positions,
-                               past_key_values=cache, use_cache=True).logits[:, -1, :]
+                               use_cache=True, **cache).logits[:, -1, :]
         new = torch.stack(chosen, dim=1).cpu().tolist()
         texts = []
         prompt_rows = [[t for t, m in zip(row, keep) if m]

@@ -24,7 +24,10 @@ def generation_key(ref: ModelRef, dtype: str, prompt: str, params: SamplingParam
 
 def plan_samples(prompts: pd.DataFrame, refs: Sequence[ModelRef], *, samples: int, seed: int,
                  params: SamplingParams, dtype: str = "float32") -> pd.DataFrame:
-    """One row per (model, prompt, sample index), in that order.
+    """One row per (model, sample index, prompt), in that order.
+
+    Sample-major order means a partial run covers every prompt evenly, and raising
+    ``samples`` later appends to the plan instead of reshuffling it.
 
     Parameters
     ----------
@@ -47,8 +50,8 @@ def plan_samples(prompts: pd.DataFrame, refs: Sequence[ModelRef], *, samples: in
     """
     rows = []
     for ref in refs:
-        for prompt_id, prompt in zip(prompts["prompt_id"], prompts["prompt"]):
-            for index in range(samples):
+        for index in range(samples):
+            for prompt_id, prompt in zip(prompts["prompt_id"], prompts["prompt"]):
                 s = sample_seed(seed, ref.model_id, prompt, index)
                 rows.append((generation_key(ref, dtype, prompt, params, s), ref.model_id, prompt_id, index, s, prompt))
     return pd.DataFrame(rows, columns=PLAN_COLUMNS)

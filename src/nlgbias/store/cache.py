@@ -21,15 +21,21 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
-def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int) -> list[pd.DataFrame]:
-    """The plan cut into fixed batches (per model, in plan order); those with any sample missing.
+def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int, *,
+                    fixed: bool = False) -> list[pd.DataFrame]:
+    """Batches (per model, in plan order) of the samples the store lacks.
 
-    Batches are fixed by the plan and the batch size, never by what is missing, so a resumed
-    run regenerates exactly the batches an uninterrupted run would have generated.
+    With ``fixed=False`` the missing samples are simply cut into batches: right for backends
+    whose samples do not depend on their batch (float32 local models, servers).  With
+    ``fixed=True`` the whole plan is cut into fixed batches and every batch with a missing
+    sample is regenerated whole, so a resumed run generates exactly the batches an
+    uninterrupted run would (needed where rounding depends on the batch, e.g. bfloat16).
     """
     have = store.existing_generations(plan["generation_id"])
     batches = []
     for _, rows in plan.groupby("model", sort=False):
+        if not fixed:
+            rows = rows[~rows["generation_id"].isin(have)]
         for start in range(0, len(rows), batch_size):
             batch = rows.iloc[start:start + batch_size]
             if not set(batch["generation_id"]) <= have:
@@ -38,7 +44,8 @@ def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int) -> lis
 
 
 def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str], object],
-                     params: SamplingParams, batch_size: int, progress: Callable | None = None) -> int:
+                     params: SamplingParams, batch_size: int, fixed_batches: bool = False,
+                     progress: Callable | None = None) -> int:
     """Generate every missing batch of ``plan`` and store each batch in one transaction.
 
     Parameters
@@ -50,6 +57,8 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
         ``load(model_id) -> Backend``; called only for models with missing samples.
     params : SamplingParams
     batch_size : int
+    fixed_batches : bool
+        See :func:`missing_batches`.
     progress : callable, optional
         ``progress(model_id, total) -> bar`` with ``bar.update(n)`` and ``bar.close()``.
 
@@ -58,7 +67,7 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
     int
         Number of samples generated.
     """
-    batches = missing_batches(plan, store, batch_size)
+    batches = missing_batches(plan, store, batch_size, fixed=fixed_batches)
     generated = 0
     by_model: dict[str, list[pd.DataFrame]] = {}
     for batch in batches:

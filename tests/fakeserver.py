@@ -1,0 +1,110 @@
+"""A scriptable OpenAI-compatible completions server on 127.0.0.1 for fault-injection tests."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeServer:
+    """Serve ``/v1/completions``; each request takes the next scripted fault, then answers normally.
+
+    Script entries: ``("status", code)``, ``("status", code, retry_after)``, ``("sleep", seconds)``
+    (delay before a normal answer), ``("bad_json",)``.  ``logprobs=False`` omits log-probabilities.
+    """
+
+    def __init__(self, script=(), *, logprobs: bool = True, delay: float = 0.0) -> None:
+        self.script = list(script)
+        self.logprobs = logprobs
+        self.delay = delay
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.requests.append(body)
+                    server.headers.append(dict(self.headers))
+                    action = server.script.pop(0) if server.script else ("ok",)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    server.handle(self, action, body)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> "FakeServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def handle(self, handler, action, body) -> None:
+        kind = action[0]
+        if kind == "status":
+            payload = json.dumps({"error": {"message": f"injected {action[1]}"}}).encode()
+            handler.send_response(action[1])
+            if len(action) > 2:
+                handler.send_header("Retry-After", str(action[2]))
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.write(payload)
+            return
+        if kind == "sleep":
+            time.sleep(action[1])
+        if self.delay:
+            time.sleep(self.delay)
+        if kind == "bad_json":
+            payload = b'{"choices": [{"text": "unterminated'
+        else:
+            payload = json.dumps(self.answer(body)).encode()
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client timed out and left
+
+    def answer(self, body: dict) -> dict:
+        if body.get("echo"):
+            prompt = body["prompt"]
+            words = prompt.split(" ")
+            tokens = [words[0]] + [" " + w for w in words[1:]]
+            offsets, at = [], 0
+            for token in tokens:
+                offsets.append(at)
+                at += len(token)
+            choice = {"text": prompt + " x", "index": 0}
+            if self.logprobs:
+                values = [None] + [-0.5 * (i + 1) for i in range(len(tokens) - 1)]
+                choice["logprobs"] = {"tokens": tokens, "token_logprobs": values, "text_offset": offsets}
+            else:
+                choice["logprobs"] = None
+            return {"choices": [choice]}
+        digest = hashlib.sha256(f"{body['prompt']}|{body.get('seed')}".encode()).hexdigest()
+        return {"choices": [{"text": f" a worker number {int(digest[:4], 16)}. More text", "index": 0}]}

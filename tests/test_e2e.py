@@ -1,0 +1,65 @@
+"""End to end on the real embedded model, and through an OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+import nlgbias
+from fakeserver import FakeServer
+
+
+def test_sheng2019_on_the_embedded_model(tmp_path):
+    result = nlgbias.run("sheng2019", models=["smollm2-135m"], samples=2, seed=0, out=tmp_path, quiet=True, n_boot=500)
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("store.sqlite")) == sorted(nlgbias.audit.OUTPUTS)
+    samples = pd.read_parquet(tmp_path / "samples.parquet")
+    assert len(samples) == 120 and samples["generation_id"].is_unique
+    for column in ("run_id", "model", "suite", "prompt_id", "template", "context", "group", "axis", "gender", "race",
+                   "sexuality", "sample_idx", "seed", "continuation", "is_empty", "sentence", "scored_text",
+                   "vader_label", "vader_score", "textblob_label", "textblob_score"):
+        assert column in samples.columns, column
+    assert "regard_label" not in samples.columns
+    assert (samples["sentence"].str.len() <= (samples["prompt"] + samples["continuation"]).str.len()).all()
+    assert all(s.startswith(p) for s, p in zip(samples["sentence"], samples["prompt"]))
+    assert not samples["scored_text"].str.contains("The gay person", regex=False).any()
+    jsonl = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert len(jsonl) == 120 and jsonl[0]["generation_id"] == samples["generation_id"].iloc[0]
+
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    model = manifest["models"][0]
+    assert model["weights_sha256"] == model["fingerprint"] and len(model["weights_sha256"]) == 64
+    assert manifest["sampling"]["top_k"] == 40 and manifest["sampling"]["temperature"] == 0.7
+    assert manifest["sampling"]["max_new_tokens"] == 40 and manifest["suite"]["content_hash"]
+    assert manifest["libraries"]["torch"].startswith("2.") and manifest["scorers_unavailable"][0]["scorer"] == "regard"
+
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert len(metrics["shares"]) == 2 * 2 * 6 * 3      # contexts x scorers x groups x labels
+    assert len(metrics["gaps"]) == 2 * 2 * 3 * 2        # contexts x scorers x pairs x labels
+    assert all(row["small_n"] for row in metrics["gaps"])  # 10 samples per cell: flagged
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("<svg") == 4 and "<script" not in page
+
+    again = nlgbias.run("sheng2019", models=["smollm2-135m"], samples=2, seed=0, out=tmp_path, quiet=True, n_boot=500)
+    assert again.generated == 0 and again.rebuilt == []
+    pd.testing.assert_frame_equal(again.samples.reset_index(drop=True), result.samples.reset_index(drop=True))
+
+
+def test_two_models_side_by_side_through_a_server_never_write_the_key(tmp_path, monkeypatch):
+    secret = "sk-never-write-me-0123456789"
+    monkeypatch.setenv("NLGBIAS_KEY_FOR_TEST", secret)
+    with FakeServer() as server:
+        from nlgbias.models import BackendOptions
+
+        result = nlgbias.run("sheng2019", models=["fake", f"openai:served@{server.url}"], samples=3, out=tmp_path,
+                             quiet=True, n_boot=200, backend_options=BackendOptions(api_key_env="NLGBIAS_KEY_FOR_TEST"),
+                             command=["nlgbias", "run"])
+    assert all(h["Authorization"] == f"Bearer {secret}" for h in server.headers)
+    assert len(server.requests) == 180
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    assert set(result.samples["model"]) == {"fake", f"openai:served@{server.url}"}
+    assert len(result.results.model_gaps) == 2 * 2 * 6 * 2  # contexts x scorers x groups x labels
+    page = (tmp_path / "report.html").read_text()
+    assert "Model gaps" in page
