@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform
+import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -44,7 +45,7 @@ LIBRARIES = ("torch", "transformers", "gguf", "numpy", "pandas", "pyarrow", "sci
 
 @dataclass
 class RunResult:
-    """What a run produced: where, the samples table, the metrics and the manifest."""
+    """What a run produced: where, the samples table, the metrics, the manifest, stage times."""
 
     out: Path
     run_id: str
@@ -53,10 +54,11 @@ class RunResult:
     manifest: dict
     generated: int
     rebuilt: list[str]
+    timings: dict[str, float]
 
 
 def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int = 100,
-        seed: int = 0, out: str | Path = "runs/nlgbias", batch_size: int = 64,
+        seed: int = 0, out: str | Path = "runs/nlgbias", batch_size: int = 120,
         max_new_tokens: int | None = None, temperature: float | None = None, top_k: int | None = None,
         top_p: float | None = None, scorers: Sequence[str] | None = None,
         backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
@@ -74,7 +76,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     seed : int, default=0
     out : path
         Output folder; holds the run store, so rerunning the same call resumes it.
-    batch_size : int, default=64
+    batch_size : int, default=120
         Samples per generation batch (and per store transaction).
     max_new_tokens, temperature, top_k, top_p : optional
         Override the suite's sampling defaults.
@@ -92,6 +94,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     -------
     RunResult
     """
+    clock = Stopwatch()
     progress = Progress(quiet=quiet)
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise InputError(f"--samples {samples}: must be a whole number of at least 1")
@@ -123,6 +126,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     }
     run_id = "r-" + hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
+    clock.lap("setup")
     with RunStore(out / "store.sqlite") as store:
         started = store.start_run(run_id, config)
         by_id = {r.model_id: r for r in refs}
@@ -136,6 +140,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         generated = fill_generations(plan, store, load=load, params=params, batch_size=batch_size,
                                      fixed_batches=options.dtype != "float32",
                                      progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"))
+        clock.lap("generate")
         table = build_samples(plan, prompts, store, suite, run_id)
         long_rows = []
         for scorer in active:
@@ -144,6 +149,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
             table = attach_scores(table, scored, scorer.name)
             long_rows.append(table[["generation_id", "model", "context", "group", "is_empty"]]
                              .assign(scorer=scorer.name, label=table[f"{scorer.name}_label"]))
+        clock.lap("score")
         finished = store.finish_run(run_id)
         model_infos = [{"model": r.model_id, "backend": r.backend, "fingerprint": r.fingerprint,
                         **(store.model_info(r.model_id, r.fingerprint) or r.info)} for r in refs]
@@ -152,13 +158,28 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         columns=["generation_id", "model", "context", "group", "is_empty", "scorer", "label"])
     results = compute_metrics(scored_long, comparisons=suite.comparisons, labels=LABELS,
                               n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
+    clock.lap("metrics")
     manifest = build_manifest(run_id=run_id, suite=suite, models=model_infos, params=params, samples=samples,
                               seed=seed, batch_size=batch_size, options=options, scorers=active,
                               unavailable=unavailable, results=results, table=table, started=started,
                               finished=finished, command=command)
     rebuilt = write_outputs(out, run_id, table, results, manifest)
+    clock.lap("outputs")
     progress.note(f"run {run_id}: {len(table)} samples ({generated} generated now) -> {out}")
-    return RunResult(out, run_id, table, results, manifest, generated, rebuilt)
+    return RunResult(out, run_id, table, results, manifest, generated, rebuilt, clock.laps)
+
+
+class Stopwatch:
+    """Seconds spent in each stage (model loading counts as generation)."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = now - self._last
+        self._last = now
 
 
 def _params(suite: Suite, **overrides) -> SamplingParams:

@@ -49,7 +49,7 @@ def cli() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Run seed; each sample's seed derives from it.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("runs/nlgbias"), show_default=True,
               help="Output folder (holds the run store: rerun the same command to resume).")
-@click.option("--batch-size", type=int, default=64, show_default=True, help="Samples per generation batch.")
+@click.option("--batch-size", type=int, default=120, show_default=True, help="Samples per generation batch.")
 @click.option("--max-new-tokens", type=int, default=None, help="New tokens per sample [suite default: 40].")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature; 0 = greedy [suite default: 0.7].")
 @click.option("--top-k", type=int, default=None, help="Top-k cut; 0 = off [suite default: 40].")
