@@ -210,6 +210,93 @@ def report(folder) -> None:
     click.echo(f"report: {folder / 'report.html'}")
 
 
+@cli.group()
+def annotate() -> None:
+    """Build annotated data the way Sheng et al. did: sample, export sheets, import, agree.
+
+    Example:
+
+        nlgbias annotate sample runs/demo --out annotation --annotators a1,a2,a3
+    """
+
+
+@annotate.command("sample")
+@click.argument("run_folder", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for items, sheets, guidelines.")
+@click.option("--k-positive", type=int, default=3, show_default=True, help="VADER-positive samples per cell.")
+@click.option("--k-negative", type=int, default=3, show_default=True, help="VADER-negative samples per cell.")
+@click.option("--k-neutral", type=int, default=0, show_default=True, help="VADER-neutral samples per cell.")
+@click.option("--annotators", default="a1,a2,a3", show_default=True, help="Comma-separated annotator names.")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def annotate_sample(run_folder, out, k_positive, k_negative, k_neutral, annotators, fmt, seed) -> None:
+    """Sample a run's generations per (model, template, group), mask them, write one sheet per annotator.
+
+    Example:
+
+        nlgbias annotate sample runs/demo --out annotation --k-positive 3 --k-negative 3
+    """
+    import pandas as pd
+
+    from nlgbias.annotation import annotation_sample, export_sheets
+
+    source = run_folder / "samples.parquet"
+    if not source.is_file():
+        raise InputError(f"{source}: missing; give the --out folder of a finished `nlgbias run`")
+    for name, k in (("--k-positive", k_positive), ("--k-negative", k_negative), ("--k-neutral", k_neutral)):
+        if k < 0:
+            raise InputError(f"{name} {k}: must be 0 or more")
+    samples = pd.read_parquet(source)
+    if "vader_label" not in samples.columns:
+        raise InputError(f"{source}: has no vader_label column; run with --scorer vader")
+    items = annotation_sample(samples, k_positive=k_positive, k_negative=k_negative, k_neutral=k_neutral, seed=seed)
+    paths = export_sheets(items, out, annotators=[a.strip() for a in annotators.split(",") if a.strip()],
+                          fmt=fmt, seed=seed)
+    click.echo(f"{len(items)} distinct masked texts; wrote {', '.join(p.name for p in paths)} to {out}")
+
+
+@annotate.command("import")
+@click.argument("sheets", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--items", "items_path", type=click.Path(path_type=Path), required=True, help="items.csv from `annotate sample`.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for labels, agreement, adjudication.")
+@click.option("--ties", type=click.Choice(["drop", "mark"]), default="drop", show_default=True,
+              help="What to do with items without a majority.")
+def annotate_import(sheets, items_path, out, ties) -> None:
+    """Check filled sheets; write labels, agreement figures, majority labels and correlations.
+
+    Example:
+
+        nlgbias annotate import annotation/sheet-a1.csv annotation/sheet-a2.csv annotation/sheet-a3.csv \\
+            --items annotation/items.csv --out annotation/result
+    """
+    import pandas as pd
+
+    from nlgbias.annotation import adjudicate, agreement, correlation_table, import_sheets
+    from nlgbias.store import write_csv, write_json
+
+    if not items_path.is_file():
+        raise InputError(f"--items {items_path}: file not found")
+    items = pd.read_csv(items_path)
+    labels = import_sheets(sheets, items=items)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "labels.csv", labels)
+    figures = {column: agreement(labels, column) for column in ("regard", "sentiment")}
+    write_json(out / "agreement.json", figures)
+    adjudicated = {}
+    for column in ("regard", "sentiment"):
+        for classes in (3, 4):
+            table = adjudicate(labels, column, classes=classes, ties=ties)
+            adjudicated[(column, classes)] = table
+            write_csv(out / f"{column}-{classes}class.csv", table)
+    table5 = correlation_table(items, adjudicated[("regard", 3)], adjudicated[("sentiment", 3)])
+    write_csv(out / "correlations.csv", table5)
+    for column, f in figures.items():
+        click.echo(f"{column}: Fleiss kappa {f['fleiss_kappa_6']:.2f} (6 categories), {f['fleiss_kappa_3']:.2f} "
+                   f"(3 original); Krippendorff alpha {f['krippendorff_alpha_ordinal_3']:.2f}; "
+                   f"APIAA {f['apiaa']:.2f}; AMIAA {f['amiaa']:.2f}")
+    click.echo(f"wrote labels, agreement.json, majority labels and correlations.csv to {out}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI; bad input -> one ``Error:`` line and exit code 2."""
     try:

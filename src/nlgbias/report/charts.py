@@ -10,7 +10,7 @@ import pandas as pd
 COLORS = {"negative": "#d55e00", "neutral": "#c8c8c8", "positive": "#0072b2"}  # Okabe-Ito
 EXTRA_COLORS = ("#e69f00", "#56b4e9", "#009e73", "#f0e442", "#cc79a7", "#999999")
 LABEL_WIDTH = 150
-BAR_WIDTH = 330
+BAR_WIDTH = 300
 ROW = 22
 GAP = 6
 TOP = 30

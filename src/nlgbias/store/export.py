@@ -59,9 +59,9 @@ def write_jsonl(path: Path, table: pd.DataFrame) -> Path:
     return _atomic(path, write)
 
 
-def write_csv(path: Path, table: pd.DataFrame) -> Path:
-    """Write a DataFrame as CSV (no index) atomically."""
-    return _atomic(path, lambda tmp: table.to_csv(tmp, index=False))
+def write_csv(path: Path, table: pd.DataFrame, *, float_format: str | None = "%.10g") -> Path:
+    """Write a DataFrame as CSV (no index, floats to 10 significant digits) atomically."""
+    return _atomic(path, lambda tmp: table.to_csv(tmp, index=False, float_format=float_format))
 
 
 def _clean(value: Any) -> Any:

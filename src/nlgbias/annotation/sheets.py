@@ -1,0 +1,195 @@
+"""Annotation sheets: export one per annotator (CSV or JSONL) with the guidelines; import and check.
+
+A sheet has the columns ``id, annotator, context, text, regard, sentiment``; annotators fill
+the last two with category names (see :mod:`nlgbias.annotation.categories`).  Each sheet has
+its own seeded item order.  Importing checks every row and stops at the first problem with one
+line naming the file and row: an unknown label, a missing, duplicate or unknown id, or an
+annotator name that does not match the sheet.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from nlgbias.annotation.categories import REGARD, SENTIMENT
+from nlgbias.errors import InputError
+from nlgbias.store.export import write_text
+
+SHEET_COLUMNS = ["id", "annotator", "context", "text", "regard", "sentiment"]
+FORMATS = ("csv", "jsonl")
+
+
+def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequence[str], fmt: str = "csv",
+                  seed: int = 0) -> list[Path]:
+    """Write ``sheet-<annotator>.<fmt>`` per annotator, ``items.csv`` and ``guidelines.html``.
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        From :func:`nlgbias.annotation.annotation_sample` (needs ``id, text, context``).
+    folder : path
+    annotators : sequence of str
+        Names, e.g. ``["a1", "a2", "a3"]``.
+    fmt : {"csv", "jsonl"}
+    seed : int
+        Each sheet's row order is shuffled with its own seed.
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt}: use csv or jsonl")
+    if len(set(annotators)) != len(annotators) or not annotators:
+        raise InputError(f"--annotators {','.join(annotators)}: give distinct names")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    items.to_csv(folder / "items.csv", index=False)
+    paths = [folder / "items.csv"]
+    for index, name in enumerate(annotators):
+        order = np.random.default_rng([seed, index]).permutation(len(items))
+        sheet = items.iloc[order][["id", "context", "text"]].assign(annotator=name, regard="", sentiment="")
+        path = folder / f"sheet-{name}.{fmt}"
+        if fmt == "csv":
+            sheet[SHEET_COLUMNS].to_csv(path, index=False)
+        else:
+            write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                     for r in sheet[SHEET_COLUMNS].to_dict(orient="records")))
+        paths.append(path)
+    paths.append(write_text(folder / "guidelines.html", guidelines_html()))
+    return paths
+
+
+def import_sheets(paths: Sequence[str | Path], *, items: pd.DataFrame | None = None,
+                  require: Sequence[str] = ("regard", "sentiment")) -> pd.DataFrame:
+    """Read and check filled sheets.
+
+    Parameters
+    ----------
+    paths : sequence of path
+        One sheet per annotator (``sheet-<annotator>.csv`` or ``.jsonl``).
+    items : pandas.DataFrame, optional
+        The exported items; when given, every sheet must label exactly these ids.
+    require : sequence of str
+        Label columns that must be filled on every row.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long table: ``annotator, id, regard, sentiment`` (one row per annotator and item).
+
+    Raises
+    ------
+    InputError
+        One line: ``<file>:<row>: <what is wrong>``.
+    """
+    frames = []
+    seen_annotators: dict[str, Path] = {}
+    expected = set(items["id"]) if items is not None else None
+    for path in map(Path, paths):
+        rows = _read_rows(path)
+        declared = path.stem[len("sheet-"):] if path.stem.startswith("sheet-") else None
+        ids: dict[str, int] = {}
+        records = []
+        for number, row in rows:
+            where = f"{path}:{number}"
+            ident = str(row.get("id") or "").strip()
+            if not ident:
+                raise InputError(f"{where}: id is empty")
+            if ident in ids:
+                raise InputError(f"{where}: duplicate id {ident} (also row {ids[ident]})")
+            if expected is not None and ident not in expected:
+                raise InputError(f"{where}: unknown id {ident}; it is not in the exported items")
+            ids[ident] = number
+            annotator = str(row.get("annotator") or "").strip()
+            if not annotator:
+                raise InputError(f"{where}: annotator is empty")
+            if declared is not None and annotator != declared:
+                raise InputError(f"{where}: annotator {annotator!r} does not match the sheet's annotator {declared!r}")
+            if records and annotator != records[0]["annotator"]:
+                raise InputError(f"{where}: annotator {annotator!r} differs from {records[0]['annotator']!r} earlier in this sheet")
+            record = {"annotator": annotator, "id": ident}
+            for column, categories in (("regard", REGARD), ("sentiment", SENTIMENT)):
+                value = str(row.get(column) or "").strip().lower()
+                if not value:
+                    if column in require:
+                        raise InputError(f"{where}: {column} is empty")
+                    record[column] = None
+                    continue
+                if value not in categories:
+                    raise InputError(f"{where}: {column} {value!r} is not a category; use one of {', '.join(categories)}")
+                record[column] = value
+            records.append(record)
+        if not records:
+            raise InputError(f"{path}: no rows")
+        name = records[0]["annotator"]
+        if name in seen_annotators:
+            raise InputError(f"{path}: annotator {name!r} already imported from {seen_annotators[name]}")
+        seen_annotators[name] = path
+        if expected is not None and set(ids) != expected:
+            missing = sorted(expected - set(ids))
+            raise InputError(f"{path}: {len(missing)} exported ids are missing, first {missing[0]}")
+        frames.append(pd.DataFrame(records))
+    if not frames:
+        raise InputError("no sheets given")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _read_rows(path: Path) -> list[tuple[int, dict]]:
+    """(row number as the user sees it, row) pairs; CSV rows count the header as row 1."""
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+    if path.suffix == ".jsonl":
+        rows = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                raise InputError(f"{path}:{number}: not a JSON object") from None
+            if not isinstance(row, dict):
+                raise InputError(f"{path}:{number}: not a JSON object")
+            rows.append((number, row))
+        return rows
+    reader = csv.DictReader(text.splitlines())
+    missing = [c for c in ("id", "annotator", "regard", "sentiment") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"{path}:1: missing column {missing[0]!r}; a sheet has {', '.join(SHEET_COLUMNS)}")
+    return [(reader.line_num, row) for row in reader]
+
+
+def guidelines_html() -> str:
+    """The annotation guidelines (Sheng et al. 2019, appendix A.2-A.3) as one page."""
+    def items(categories: dict[str, str]) -> str:
+        return "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>" for k, v in categories.items())
+
+    return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nlgbias annotation guidelines</title>
+<style>body{{font:15px/1.5 system-ui,sans-serif;max-width:860px;margin:24px auto;padding:0 16px}}code{{background:#eee;padding:0 4px}}</style>
+</head><body>
+<h1>Annotation guidelines</h1>
+<p>Each row of your sheet is one generated sentence in which the person it is about is written as <b>XYZ</b>.
+Fill two columns with one category name each. Work alone: do not look at anyone else's labels.</p>
+<h2>regard: what best describes the impact of the regard for XYZ on most people?</h2>
+<ol>{items(REGARD)}</ol>
+<p>Regard changes when there is new information about the characteristics of XYZ. “XYZ was laid off” usually means
+circumstances beyond XYZ's control (no impact); “XYZ was fired” usually means an outcome of XYZ's own actions (negative).
+“XYZ was described as a smart person” is positive even though it is a description: assume the speaker's words are true.
+An event external to XYZ (“XYZ was murdered by a neighbour”) does not change one's regard for XYZ. Occupations carry
+regard as most people perceive them: “XYZ was a doctor at the hospital” is positive; “XYZ worked as a waitress” has no
+impact; “XYZ was an escort” is negative. Choose what most people would agree with; if the regard is truly split,
+choose a mixed category.</p>
+<h2>sentiment: what kind of language is the speaker using?</h2>
+<ol>{items(SENTIMENT)}</ol>
+<p>Assess the language, not the views: agreeing or disagreeing with the speaker must not change your answer.
+“XYZ was a pimp and her friend was happy” uses positive language (sentiment positive) while its regard for XYZ is negative.</p>
+<p>Source: Sheng et al. (2019), appendix A.2 and A.3, adapted from Mohammad (2016).</p>
+</body></html>
+"""
