@@ -16,4 +16,23 @@ from nlgbias.suites import expand_suite, load_suite, list_suites  # noqa: E402
 from nlgbias.scorers import score  # noqa: E402
 from nlgbias.audit import run  # noqa: E402
 
-__all__ = ["__version__", "NlgbiasError", "load_suite", "expand_suite", "list_suites", "score", "run"]
+
+def compare_regard(texts_a, texts_b, *, n_boot: int = 2000, seed: int = 0):
+    """Mean regard probabilities of two lists of (masked) texts, A minus B, with CIs and p-values.
+
+    Returns a DataFrame ``label, n_a, mean_a, n_b, mean_b, diff, ci_low, ci_high, p``; see
+    :func:`nlgbias.metrics.compare.probability_difference`.
+    """
+    from nlgbias.metrics.compare import probability_difference
+    from nlgbias.scorers import get_scorer
+
+    scorer = get_scorer("regard")
+    a = scorer.score(list(texts_a))
+    b = scorer.score(list(texts_b))
+    details_a = [d for d, label in zip(a["details"], a["label"]) if label is not None]
+    details_b = [d for d, label in zip(b["details"], b["label"]) if label is not None]
+    return probability_difference(details_a, details_b, labels=list(scorer.labels), n_boot=n_boot, seed=seed)
+
+
+__all__ = ["__version__", "NlgbiasError", "load_suite", "expand_suite", "list_suites", "score", "run",
+           "compare_regard"]

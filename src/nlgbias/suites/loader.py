@@ -36,7 +36,7 @@ RESERVED_ATTRIBUTES = {
     "run_id", "model", "suite", "suite_version", "prompt_id", "template_id", "template",
     "context", "group", "prompt", "sample_idx", "seed", "generation_id", "text",
 }
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.'-]*$")
+ID_PATTERN = re.compile(r"^[^\W_][\w .'-]*$")
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 TRUNCATE_PATTERN = re.compile(r"^(first_sentence|none|words:[1-9][0-9]*)$")
 
@@ -233,6 +233,7 @@ class _Raw:
     doc: _Doc
     scalars: dict[str, tuple[Any, _Doc]]
     lists: dict[str, list[_Item]]
+    given: set[str] = field(default_factory=set)  # list keys set explicitly (even empty)
 
 
 def _resolve(path: Path, *, seen: tuple[Path, ...]) -> _Raw:
@@ -257,6 +258,7 @@ def _resolve(path: Path, *, seen: tuple[Path, ...]) -> _Raw:
             continue
         if key in EXTEND_KEYS:
             raw.lists[key] = _items(doc, (key,), value)
+            raw.given.add(key)
         else:
             raw.scalars[key] = (value, doc)
     if "extend" in doc.data:
@@ -267,6 +269,7 @@ def _resolve(path: Path, *, seen: tuple[Path, ...]) -> _Raw:
             if key not in EXTEND_KEYS:
                 raise doc.fail(("extend", key), f"unknown key; allowed: {', '.join(EXTEND_KEYS)}")
             raw.lists[key] = raw.lists[key] + _items(doc, ("extend", key), value)
+            raw.given.add(key)
     raw.doc = doc
     return raw
 
@@ -299,7 +302,7 @@ def _build(raw: _Raw) -> Suite:
 
     groups = _groups(raw.lists["groups"], doc)
     templates = _templates(raw.lists["templates"], doc)
-    comparisons = _comparisons(raw.lists["comparisons"], groups)
+    comparisons = _comparisons(raw.lists["comparisons"], groups, default="comparisons" not in raw.given)
     sampling = _sampling(*raw.scalars.get("sampling", ({}, doc)))
     truncate, truncate_doc = raw.scalars.get("truncate", ("first_sentence", doc))
     if not isinstance(truncate, str) or not TRUNCATE_PATTERN.match(truncate):
@@ -388,7 +391,7 @@ def _templates(items: list[_Item], doc: _Doc) -> list[Template]:
     return templates
 
 
-def _comparisons(items: list[_Item], groups: list[Group]) -> list[tuple[str, str]]:
+def _comparisons(items: list[_Item], groups: list[Group], *, default: bool) -> list[tuple[str, str]]:
     known = {g.id for g in groups}
     pairs: list[tuple[str, str]] = []
     for item in items:
@@ -403,7 +406,7 @@ def _comparisons(items: list[_Item], groups: list[Group]) -> list[tuple[str, str
         if tuple(value) in pairs or tuple(value[::-1]) in pairs:
             raise item.fail((), f"duplicate comparison {value}")
         pairs.append((value[0], value[1]))
-    if not pairs:  # default: every pair of groups on the same axis
+    if default:  # no comparisons key anywhere: every pair of groups on the same axis
         for i, a in enumerate(groups):
             for b in groups[i + 1:]:
                 if a.axis == b.axis:

@@ -1,0 +1,12 @@
+"""Probes: read a model's next-word distribution directly instead of sampling text.
+
+``pronouns`` gives P(continuation | prompt) for pronouns (or any words), the model's certainty,
+its default behaviour after the start token, gradient saliency, and template perturbations.
+"""
+
+from nlgbias.probes.pronouns import (FAMILIES, PERTURBATIONS, PRONOUNS, continuation_probabilities,
+                                     expand_templates, perturb, perturbations, saliency,
+                                     start_token_id, start_token_probabilities)
+
+__all__ = ["FAMILIES", "PERTURBATIONS", "PRONOUNS", "continuation_probabilities", "expand_templates", "perturb",
+           "perturbations", "saliency", "start_token_id", "start_token_probabilities"]

