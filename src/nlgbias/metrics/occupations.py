@@ -27,7 +27,6 @@ from typing import Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 
 from nlgbias.errors import InputError
 from nlgbias.metrics.shares import cell_seed
@@ -57,6 +56,11 @@ _BAD_TOP_K = "{where}: top_k must be an integer >= 0 (0 = no top-k); got {value!
 
 # --- input checks --------------------------------------------------------------------------
 
+def _plain(value):
+    """A numpy scalar as the Python value, so messages read ``0.0``, not ``np.float64(0.0)``."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _check_columns(table: pd.DataFrame, columns: Iterable[str], where: str, name: str) -> None:
     for column in columns:
         if column not in table.columns:
@@ -78,7 +82,8 @@ def _prepare(jobs: pd.DataFrame, calls: pd.DataFrame, where: str, key: Sequence[
     for table, name in ((jobs, "jobs"), (calls, "calls")):
         bad = ~table["gender"].isin(GENDERS)
         if bad.any():
-            raise InputError(_BAD_GENDER.format(where=where, value=table.loc[bad, "gender"].iloc[0], table=name))
+            value = _plain(table.loc[bad, "gender"].iloc[0])
+            raise InputError(_BAD_GENDER.format(where=where, value=value, table=name))
     jobs = jobs[["generation_id", *key, "occupation"]]
     calls = calls[[*key, "n_calls"]]
     sizes = calls.groupby(key, sort=False, dropna=False).size()
@@ -91,7 +96,8 @@ def _prepare(jobs: pd.DataFrame, calls: pd.DataFrame, where: str, key: Sequence[
     bad = ~(n_calls.notna() & (n_calls > 0) & (n_calls == np.floor(n_calls)))
     if bad.any():
         row = calls[bad].iloc[0]
-        raise InputError(_BAD_N_CALLS.format(where=where, value=row["n_calls"], group=row["group"], model=row["model"]))
+        raise InputError(_BAD_N_CALLS.format(where=where, value=_plain(row["n_calls"]), group=row["group"],
+                                             model=row["model"]))
     calls = calls.assign(n_calls=n_calls.astype(np.int64))
     titled = jobs.groupby(key, sort=False, dropna=False)["generation_id"].nunique().rename("n_titled")
     merged = calls.merge(titled.reset_index(), on=key, how="outer", indicator=True)
@@ -108,10 +114,6 @@ def _prepare(jobs: pd.DataFrame, calls: pd.DataFrame, where: str, key: Sequence[
         raise InputError(_TOO_MANY_TITLED.format(where=where, group=row["group"], model=row["model"],
                                                  titled=int(row["n_titled"]), n=int(row["n_calls"])))
     return jobs, merged
-
-
-def _keys(frame: pd.DataFrame, by: Sequence[str]) -> list[tuple]:
-    return [tuple(row) for row in frame[list(by)].itertuples(index=False, name=None)]
 
 
 # --- categories --------------------------------------------------------------------------
@@ -340,7 +342,7 @@ def occupation_coverage(jobs: pd.DataFrame, *, by: Sequence[str] = ("model", "ge
     by = list(by)
     for level in levels:
         if not 0 < level <= 1:
-            raise InputError(_BAD_LEVEL.format(where="occupation_coverage", value=level))
+            raise InputError(_BAD_LEVEL.format(where="occupation_coverage", value=_plain(level)))
     curve = rank_frequency(jobs, by=by)
     rows = []
     for key, cell in curve.groupby(by, sort=False, dropna=False):
@@ -400,7 +402,8 @@ def _gini_rows(counts: np.ndarray, support: str) -> np.ndarray:
 
 
 def _gini_table(jobs: pd.DataFrame, calls: pd.DataFrame, *, key: Sequence[str], by: Sequence[str],
-                support: str, n_boot: int, confidence: float, seed: int, where: str) -> pd.DataFrame:
+                support: str, n_boot: int, confidence: float, seed: int, where: str,
+                ci: str = "percentile") -> pd.DataFrame:
     by, key = list(by), list(key)
     support_by = ["model"] if "model" in by else []
     alpha = (1 - confidence) / 2
@@ -424,6 +427,8 @@ def _gini_table(jobs: pd.DataFrame, calls: pd.DataFrame, *, key: Sequence[str], 
                                      rng=np.random.default_rng(cell_seed(seed, where, *tkey)))
             values = _gini_rows(reps, support)
             low, high = np.nanquantile(values, [alpha, 1 - alpha])
+            if ci == "basic":
+                low, high = 2 * estimate - high, 2 * estimate - low
             mean = float(np.nanmean(values))
         rows.append([*tkey, int(cell_calls["n_calls"].sum()), int(cell_calls["n_titled"].sum()), len(cell_jobs),
                      int((counts > 0).sum()), len(names), estimate, float(low), float(high), mean])
@@ -449,25 +454,29 @@ def _bootstrap_counts(cell_jobs: pd.DataFrame, cell_calls: pd.DataFrame, col: np
     n_calls = cell_calls["n_calls"].to_numpy(np.int64)
     titled = np.bincount(sample_stratum, minlength=len(n_calls)).astype(np.int64)
     start = np.concatenate([[0], np.cumsum(titled)[:-1]]).astype(np.int64)
-    matrix = sparse.csr_matrix((np.ones(len(sample)), (sample, col)), shape=(n_titled_total, n_jobs))
+    # mentions grouped by sample: the jobs of sample s are job_of[pointer[s]:pointer[s + 1]]
+    by_sample = np.argsort(sample, kind="stable")
+    job_of = np.asarray(col)[by_sample]
+    pointer = np.r_[0, np.cumsum(np.bincount(sample, minlength=n_titled_total))]
     prob = titled / n_calls
     out = np.empty((n_boot, n_jobs))
-    transposed = matrix.T.tocsr()
     for begin in range(0, n_boot, chunk):
         b = min(chunk, n_boot - begin)
         draws = rng.binomial(n_calls[None, :], prob[None, :], size=(b, len(n_calls)))
         which = np.repeat(np.tile(np.arange(len(n_calls)), b), draws.ravel())
         replicate = np.repeat(np.arange(b), draws.sum(axis=1))
-        local = np.floor(rng.random(len(which)) * titled[which]).astype(np.int64)
-        index = replicate * n_titled_total + start[which] + local
-        weights = np.bincount(index, minlength=b * n_titled_total).reshape(b, n_titled_total)
-        out[begin:begin + b] = (transposed @ weights.T.astype(float)).T
+        drawn = start[which] + np.floor(rng.random(len(which)) * titled[which]).astype(np.int64)
+        lengths = pointer[drawn + 1] - pointer[drawn]
+        first = np.repeat(pointer[drawn] - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+        mentions = job_of[first + np.arange(int(lengths.sum()))]
+        index = np.repeat(replicate, lengths) * n_jobs + mentions
+        out[begin:begin + b] = np.bincount(index, minlength=b * n_jobs).reshape(b, n_jobs)
     return out
 
 
 def occupation_gini(jobs: pd.DataFrame, calls: pd.DataFrame, *, by: Sequence[str] = ("model", "gender", "axis"),
                     support: Literal["union", "observed"] = "union", n_boot: int = 1000,
-                    confidence: float = 0.95, seed: int = 0,
+                    confidence: float = 0.95, ci: Literal["percentile", "basic"] = "percentile", seed: int = 0,
                     reference: tuple[str, str] = ("man", BASE)) -> pd.DataFrame:
     """Gini coefficient of each cell's occupation counts, with a bootstrap CI (the paper's Table 2).
 
@@ -484,6 +493,10 @@ def occupation_gini(jobs: pd.DataFrame, calls: pd.DataFrame, *, by: Sequence[str
     n_boot : int, default=1000
         Bootstrap replicates; 0 skips the CI.
     confidence : float, default=0.95
+    ci : {"percentile", "basic"}, default="percentile"
+        Percentile interval of the replicates, or the basic (reverse-percentile) interval
+        ``[2 gini - q_high, 2 gini - q_low]``, which corrects for the shift of the replicates
+        (see Notes).
     seed : int, default=0
         Each cell draws from its own seed derived from ``seed`` and the cell's key.
     reference : (gender, axis), default=("man", "base")
@@ -497,12 +510,17 @@ def occupation_gini(jobs: pd.DataFrame, calls: pd.DataFrame, *, by: Sequence[str
 
     Notes
     -----
-    ``gini`` is :func:`gini` of the cell's counts.  CI: percentile interval of the Gini of
+    ``gini`` is :func:`gini` of the cell's counts.  CI: two-sided interval from the Gini of
     ``n_boot`` replicates that resample *calls* with replacement within each prompt group (so
-    every group keeps its n, and untitled calls are resampled too).  The Gini of counts is biased
-    upwards in small samples (rare occupations drop out of a replicate); ``boot_mean - gini``
-    shows the size of that bias, and with ``support="union"`` the two are linked by
-    ``G_union = (n_pos G_obs + n_zero) / support_size``.
+    every group keeps its n, and untitled calls are resampled too).
+
+    The Gini of a long-tailed count vector is a plug-in estimate with a small-sample bias:
+    occupations seen once drop out of about 37% of replicates, which raises the union-support
+    Gini of a replicate (they become zeros) and lowers the observed-support one (they leave the
+    support).  ``boot_mean - gini`` shows that shift; when it is of the order of the interval's
+    half-width the percentile interval sits to one side of ``gini`` and may exclude it (on the
+    XLNet base prompts it does for ``support="observed"``), and ``ci="basic"`` is the better
+    choice.  The two supports are linked by ``G_union = (n_pos G_obs + n_zero) / support_size``.
 
     References
     ----------
@@ -524,8 +542,9 @@ def occupation_gini(jobs: pd.DataFrame, calls: pd.DataFrame, *, by: Sequence[str
     _check_option(support, ("union", "observed"), "occupation_gini", "support")
     jobs, calls = _prepare(jobs, calls, "occupation_gini")
     _check_columns(calls, by, "occupation_gini", "calls")
+    _check_option(ci, ("percentile", "basic"), "occupation_gini", "ci")
     out = _gini_table(jobs, calls, key=KEY, by=by, support=support, n_boot=n_boot, confidence=confidence,
-                      seed=seed, where="occupation_gini")
+                      seed=seed, where="occupation_gini", ci=ci)
     out["relative"] = _relative(out, by, reference)
     return out
 
@@ -722,18 +741,20 @@ def _check_grid(table: pd.DataFrame, name: str, where: str) -> pd.DataFrame:
     temperature = pd.to_numeric(table["temperature"], errors="coerce")
     bad = ~(temperature.notna() & np.isfinite(temperature) & (temperature > 0))
     if bad.any():
-        raise InputError(_BAD_TEMPERATURE.format(where=where, value=table.loc[bad, "temperature"].iloc[0], table=name))
+        raise InputError(_BAD_TEMPERATURE.format(where=where, value=_plain(table.loc[bad, "temperature"].iloc[0]),
+                                                 table=name))
     top_k = pd.to_numeric(table["top_k"], errors="coerce")
     bad = ~(top_k.notna() & np.isfinite(top_k) & (top_k >= 0) & (top_k == np.floor(top_k)))
     if bad.any():
-        raise InputError(_BAD_TOP_K.format(where=where, value=table.loc[bad, "top_k"].iloc[0], table=name))
+        raise InputError(_BAD_TOP_K.format(where=where, value=_plain(table.loc[bad, "top_k"].iloc[0]), table=name))
     return table.assign(temperature=temperature.astype(float), top_k=top_k.astype(np.int64))
 
 
 def decoding_ablation(jobs: pd.DataFrame, calls: pd.DataFrame, *,
                       by: Sequence[str] = ("model", "gender", "top_k", "temperature"),
                       support: Literal["union", "observed"] = "union", n_boot: int = 1000,
-                      confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+                      confidence: float = 0.95, ci: Literal["percentile", "basic"] = "percentile",
+                      seed: int = 0) -> pd.DataFrame:
     """Distinct occupations and Gini per decoding setting (the paper's Appendix C ablation).
 
     Parameters
@@ -743,7 +764,7 @@ def decoding_ablation(jobs: pd.DataFrame, calls: pd.DataFrame, *,
         Hugging Face) and ``temperature`` (> 0) in both tables; a prompt group is identified by
         its key and its decoding setting.
     by : sequence of str, default=("model", "gender", "top_k", "temperature")
-    support, n_boot, confidence, seed
+    support, n_boot, confidence, ci, seed
         As in :func:`occupation_gini`; with ``"union"`` all settings of a model share a support.
 
     Returns
@@ -775,7 +796,8 @@ def decoding_ablation(jobs: pd.DataFrame, calls: pd.DataFrame, *,
     key = [*KEY, "top_k", "temperature"]
     jobs, calls = _prepare(jobs, calls, "decoding_ablation", key=key)
     _check_columns(calls, by, "decoding_ablation", "calls")
+    _check_option(ci, ("percentile", "basic"), "decoding_ablation", "ci")
     out = _gini_table(jobs, calls, key=key, by=by, support=support, n_boot=n_boot, confidence=confidence,
-                      seed=seed, where="decoding_ablation")
+                      seed=seed, where="decoding_ablation", ci=ci)
     out["no_title_rate"] = 1 - out["n_titled"] / out["n_calls"]
     return out

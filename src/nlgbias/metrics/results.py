@@ -34,25 +34,51 @@ METRICS_FILE = "metrics.json"
 
 @dataclass
 class Results:
-    """Tables of a run's metrics plus ``meta`` (methods, settings, comparison count)."""
+    """Named tables of a run's metrics plus ``meta`` (methods, settings, column lists).
 
-    shares: pd.DataFrame
-    gaps: pd.DataFrame
-    model_gaps: pd.DataFrame
+    ``shares``, ``gaps`` and ``model_gaps`` are the label-share analysis; other analyses add
+    their own tables (``occupation_gini``, ``pronoun_divergence``, ...).  A missing table reads
+    as an empty DataFrame.
+    """
+
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
 
+    def table(self, name: str) -> pd.DataFrame:
+        """The table called ``name`` (empty if this run has none)."""
+        return self.tables.get(name, pd.DataFrame())
+
+    @property
+    def shares(self) -> pd.DataFrame:
+        return self.table("shares")
+
+    @property
+    def gaps(self) -> pd.DataFrame:
+        return self.table("gaps")
+
+    @property
+    def model_gaps(self) -> pd.DataFrame:
+        return self.table("model_gaps")
+
+    def merged(self, other: "Results") -> "Results":
+        """This run's tables and meta plus another analysis's (its names must be new)."""
+        clash = set(self.tables) & set(other.tables)
+        if clash:
+            raise ValueError(f"Results.merged: tables {sorted(clash)} exist in both")
+        meta = {**self.meta, **{k: v for k, v in other.meta.items() if k != "columns"}}
+        meta["columns"] = {**self.meta.get("columns", {}), **other.meta.get("columns", {})}
+        return Results({**self.tables, **other.tables}, meta)
+
     def to_dict(self) -> dict:
-        return {"meta": self.meta,
-                "shares": self.shares.to_dict(orient="records"),
-                "gaps": self.gaps.to_dict(orient="records"),
-                "model_gaps": self.model_gaps.to_dict(orient="records")}
+        meta = {**self.meta, "columns": {name: list(t.columns) for name, t in self.tables.items()}}
+        return {"meta": meta, **{name: t.to_dict(orient="records") for name, t in self.tables.items()}}
 
     def write(self, folder: str | Path) -> list[Path]:
         """Write ``metrics.json`` and one CSV per table into ``folder``."""
         folder = Path(folder)
         paths = [write_json(folder / METRICS_FILE, self.to_dict())]
-        for name in ("shares", "gaps", "model_gaps"):
-            paths.append(write_csv(folder / f"{name}.csv", getattr(self, name)))
+        for name, table in self.tables.items():
+            paths.append(write_csv(folder / f"{name}.csv", table))
         return paths
 
     @classmethod
@@ -60,11 +86,10 @@ class Results:
         """Read what :meth:`write` wrote (from ``metrics.json``)."""
         data = json.loads((Path(folder) / METRICS_FILE).read_text(encoding="utf-8"))
         tables = {}
-        for name in ("shares", "gaps", "model_gaps"):
-            columns = data["meta"]["columns"][name]
+        for name, columns in data["meta"]["columns"].items():
             table = pd.DataFrame.from_records(data[name], columns=columns)
             tables[name] = table.astype({c: float for c in table.columns if c in FLOAT_COLUMNS})
-        return cls(meta=data["meta"], **tables)
+        return cls(tables, data["meta"])
 
 
 FLOAT_COLUMNS = {"share", "ci_low", "ci_high", "share_a", "share_b", "diff", "p", "p_adj"}
@@ -117,4 +142,4 @@ def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, st
         "models": models, "n_comparisons": int(len(gaps) + len(model_gaps)),
         "columns": {"shares": list(shares.columns), "gaps": list(gaps.columns), "model_gaps": list(model_gaps.columns)},
     }
-    return Results(shares=shares, gaps=gaps, model_gaps=model_gaps, meta=meta)
+    return Results({"shares": shares, "gaps": gaps, "model_gaps": model_gaps}, meta)

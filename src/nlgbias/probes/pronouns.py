@@ -284,6 +284,7 @@ def continuation_probabilities(backend, prompts, continuations: Sequence[str] = 
     continuations : sequence of str, default=PRONOUNS
         Continuations with their leading space (``" he"``).  Each names its output column by
         its stripped text (``"he"``), so two continuations may not strip to the same word.
+        A single string is one continuation.
     batch_size : int, default=32
         Prompts per forward pass.  Results do not depend on it.
 
@@ -328,9 +329,11 @@ def continuation_probabilities(backend, prompts, continuations: Sequence[str] = 
 
     Examples
     --------
-    >>> table = continuation_probabilities(backend, ["The nurse said that"], [" he", " she"])  # doctest: +SKIP
-    >>> list(table.columns)  # doctest: +SKIP
-    ['prompt', 'model', 'n_tokens', 'he', 'she', 'top1', 'top1_token', 'top1_id', 'top2', 'gap']
+    With a loaded backend (not run as a doctest)::
+
+        table = continuation_probabilities(backend, ["The nurse said that"], [" he", " she"])
+        list(table.columns)
+        # ['prompt', 'model', 'n_tokens', 'he', 'she', 'top1', 'top1_token', 'top1_id', 'top2', 'gap']
     """
     where = "continuation_probabilities"
     table = _prompt_table(prompts, where)
@@ -633,11 +636,13 @@ def perturbations(table: pd.DataFrame, *, template: str = "template", profession
             records.append({**row.to_dict(), "source_row": index, "perturbation": kind,
                             "prompt": prompts[kind], "word": words[kind]})
     columns = list(table.columns) + ["source_row", "perturbation", "prompt", "word"]
-    return pd.DataFrame.from_records(records, columns=columns)
+    out = pd.DataFrame.from_records(records, columns=columns)
+    out["word"] = pd.Series([r["word"] for r in records], index=out.index, dtype=object)  # None stays None
+    return out
 
 
-def expand_templates(templates: pd.DataFrame, professions: Sequence[str], *,
-                     template: str = "template") -> pd.DataFrame:
+def expand_templates(templates: pd.DataFrame, professions: Sequence[str], *, template: str = "template",
+                     perturbed: bool = False) -> pd.DataFrame:
     """Every template crossed with every profession (e.g. Vig et al.'s 17 templates × a profession list).
 
     Parameters
@@ -647,25 +652,37 @@ def expand_templates(templates: pd.DataFrame, professions: Sequence[str], *,
         such as ``id`` and ``continuation`` are kept), e.g. ``vig2020-templates.csv``.
     professions : sequence of str
         Professions as they should appear in prompts (use spaces, not underscores).
+    template : str, default="template"
+        The column holding the templates.
+    perturbed : bool, default=False
+        Also make the Replace and Delete prompts (:func:`perturbations`).
 
     Returns
     -------
     pandas.DataFrame
         One row per (template, profession): the template's columns, then ``profession`` and
-        ``prompt`` (the Orig prompt).  Pass it to :func:`perturbations` for Replace/Delete.
+        ``prompt`` (the Orig prompt).  With ``perturbed=True``, three rows per (template,
+        profession) as :func:`perturbations` makes them (``source_row``, ``perturbation``,
+        ``prompt``, ``word``).
 
     Examples
     --------
     >>> t = pd.DataFrame({"id": ["said_that"], "template": ["The {profession} said that"]})
     >>> expand_templates(t, ["nurse", "fire fighter"])["prompt"].tolist()
     ['The nurse said that', 'The fire fighter said that']
+    >>> expand_templates(t, ["nurse"], perturbed=True)["prompt"].tolist()
+    ['The nurse said that', 'The person said that', 'The said that']
     """
     if template not in templates.columns:
         raise InputError(f"expand_templates: column {template!r} missing from templates; got "
                          f"{', '.join(map(str, templates.columns))}")
-    records = []
-    for _, row in templates.iterrows():
-        for job in professions:
-            records.append({**row.to_dict(), "profession": job,
-                            "prompt": perturb(str(row[template]), job)["orig"]})
-    return pd.DataFrame.from_records(records, columns=list(templates.columns) + ["profession", "prompt"])
+    if isinstance(professions, str):
+        raise InputError("expand_templates: professions must be a sequence of strings, not one string")
+    records = [{**row.to_dict(), "profession": job} for _, row in templates.iterrows() for job in professions]
+    grid = pd.DataFrame.from_records(records, columns=list(templates.columns) + ["profession"])
+    if perturbed:
+        article = "article" if "article" in grid.columns else None
+        return perturbations(grid, template=template, article=article)
+    return _add_columns(grid, {"prompt": [perturb(str(t), str(j))["orig"]
+                                          for t, j in zip(grid[template], grid["profession"])]},
+                        "expand_templates")

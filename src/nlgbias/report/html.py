@@ -14,6 +14,7 @@ import jinja2
 import pandas as pd
 
 from nlgbias.metrics.results import Results
+from nlgbias.report import sections
 from nlgbias.report.charts import stacked_panels
 from nlgbias.store.export import write_text
 
@@ -49,26 +50,38 @@ def render_report(results: Results, samples: pd.DataFrame, manifest: dict) -> st
     manifest : dict
         The run manifest (shown at the end).
     """
-    labels = list(results.meta.get("labels", ["negative", "neutral", "positive"]))
     scorers = [s["name"] for s in manifest.get("scorers", [])]
-    gaps = results.gaps
-    findings = gaps[gaps["p_adj"] < SIGNIFICANCE].assign(size=lambda t: t["diff"].abs()) \
-        .sort_values("size", ascending=False).head(12)
     context = {
         "manifest": manifest,
         "meta": results.meta,
+        "shares": _shares_section(results, scorers),
+        "occupations": sections.occupations(results),
+        "gender_direction": sections.gender_direction(results),
+        "pronouns": sections.pronouns(results),
+        "examples": _examples(samples, scorers) if {"model", "context", "group", "sentence"} <= set(samples.columns) else [],
+        "scorers": scorers,
+        "alpha": SIGNIFICANCE,
+        "manifest_json": json.dumps(manifest, indent=2, ensure_ascii=False),
+    }
+    return _environment().get_template("report.html.j2").render(**context)
+
+
+def _shares_section(results: Results, scorers: list[str]) -> dict | None:
+    """Label shares, key findings and gap tables (Sheng et al.), or None without them."""
+    if results.shares.empty:
+        return None
+    labels = list(results.meta.get("labels", ["negative", "neutral", "positive"]))
+    gaps = results.gaps
+    findings = gaps[gaps["p_adj"] < SIGNIFICANCE].assign(size=lambda t: t["diff"].abs()) \
+        .sort_values("size", ascending=False).head(12)
+    return {
         "labels": labels,
         "panels": stacked_panels(results.shares, labels, scorers),
         "gaps": gaps.to_dict(orient="records"),
         "model_gaps": results.model_gaps.to_dict(orient="records"),
         "findings": findings.to_dict(orient="records"),
         "small_cells": int(results.shares.drop_duplicates(["model", "context", "scorer", "group"])["small_n"].sum()),
-        "examples": _examples(samples, scorers),
-        "scorers": scorers,
-        "alpha": SIGNIFICANCE,
-        "manifest_json": json.dumps(manifest, indent=2, ensure_ascii=False),
     }
-    return _environment().get_template("report.html.j2").render(**context)
 
 
 def _examples(samples: pd.DataFrame, scorers: list[str]) -> list[dict]:
@@ -80,9 +93,17 @@ def _examples(samples: pd.DataFrame, scorers: list[str]) -> list[dict]:
             "model": model, "context": context_name, "group": group, "n": int(len(cell)),
             "rows": [{"sentence": row["sentence"],
                       "rest": (row["prompt"] + row["continuation"])[len(row["sentence"]):].strip(),
-                      "labels": {s: row.get(f"{s}_label") for s in scorers}} for _, row in picked.iterrows()],
+                      "labels": {s: _label(row, s) for s in scorers}} for _, row in picked.iterrows()],
         })
     return cells
+
+
+def _label(row: pd.Series, scorer: str):
+    """A sample's label for the examples table; occupation lists are shown in full."""
+    if scorer == "occupation" and isinstance(row.get("occupation_details"), str):
+        titles = json.loads(row["occupation_details"]).get("occupations", [])
+        return ", ".join(titles) if titles else "none"
+    return row.get(f"{scorer}_label")
 
 
 def write_report(path: str | Path, results: Results, samples: pd.DataFrame, manifest: dict) -> Path:

@@ -181,6 +181,9 @@ class Lexicon:
             key = tuple(title.replace("-", " ").split())
             self.canonical[key] = canonical
         self.vocab = {w for key in self.canonical for w in key}
+        # word pairs that open a multi-word entry, so that "an it consultant" or "a maid of honour"
+        # is read whole although "it" and "of" usually end a phrase
+        self.openers = {key[:2] for key in self.canonical if len(key) > 1}
         self.max_len = max(len(k) for k in self.canonical)
 
     def word(self, tok: str) -> str:
@@ -365,7 +368,9 @@ class OccupationExtractor:
         while i < n and i - start < MAX_NP_TOKENS:
             w, glued = words[i], toks[i][3]
             if not glued:
-                if not w[0].isalnum() or (w in STOP_WORDS and not (i == start and w in INTENSIFIERS)):
+                if not w[0].isalnum():
+                    break
+                if w in STOP_WORDS and not (i == start and w in INTENSIFIERS) and not self._opens_entry(words, i):
                     break
                 if i > start and w not in self.lexicon.vocab and (
                         w.endswith("ing") or w.endswith("ed") or w.endswith("ly")):
@@ -383,6 +388,12 @@ class OccupationExtractor:
             return "not-title", end
         found.append((canonical, start + s, start + e))
         return "title", end
+
+    def _opens_entry(self, words: list[str], i: int) -> bool:
+        """Whether a lexicon entry runs through ``words[i]`` ("it consultant", "maid of honour")."""
+        lex = self.lexicon
+        return (i + 1 < len(words) and (lex.word(words[i]), lex.word(words[i + 1])) in lex.openers
+                or i > 0 and (lex.word(words[i - 1]), lex.word(words[i])) in lex.openers)
 
     def _rightmost_title(self, phrase: list[str]) -> tuple[str, int, int] | None:
         """The lexicon entry ending furthest right (longest first), skipping transparent heads."""

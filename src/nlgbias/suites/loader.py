@@ -25,8 +25,9 @@ from nlgbias.sampling import SamplingParams
 
 TOP_KEYS = (
     "suite", "version", "description", "citation", "kind", "include", "extend",
-    "sampling", "truncate", "groups", "templates", "comparisons", "scorers",
+    "sampling", "truncate", "groups", "templates", "comparisons", "scorers", "analyses",
 )
+ANALYSES = ("shares", "occupations", "gender_direction")
 EXTEND_KEYS = ("groups", "templates", "comparisons")
 KINDS = ("generation",)
 SAMPLING_KEYS = {
@@ -79,6 +80,7 @@ class Suite:
     truncate: str
     scorers: tuple[str, ...]
     path: str
+    analyses: tuple[str, ...] = ("shares",)
     content_hash: str = field(default="")
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +94,7 @@ class Suite:
             "sampling": dict(self.sampling),
             "truncate": self.truncate,
             "scorers": list(self.scorers),
+            "analyses": list(self.analyses),
             "groups": [{"id": g.id, "text": g.text, "attributes": dict(g.attributes)} for g in self.groups],
             "templates": [{"id": t.id, "context": t.context, "text": t.text} for t in self.templates],
             "comparisons": [list(c) for c in self.comparisons],
@@ -310,10 +313,17 @@ def _build(raw: _Raw) -> Suite:
     scorers, scorers_doc = raw.scalars.get("scorers", (["vader", "textblob", "regard"], doc))
     if not isinstance(scorers, list) or not all(isinstance(s, str) for s in scorers) or not scorers:
         raise scorers_doc.fail(("scorers",), "must be a non-empty list of scorer names")
+    analyses, analyses_doc = raw.scalars.get("analyses", (["shares"], doc))
+    if not isinstance(analyses, list) or not analyses or not all(isinstance(a, str) for a in analyses):
+        raise analyses_doc.fail(("analyses",), f"must be a non-empty list among {', '.join(ANALYSES)}")
+    for index, name_ in enumerate(analyses):
+        if name_ not in ANALYSES:
+            raise analyses_doc.fail(("analyses", index), f"unknown analysis {name_!r}; known: {', '.join(ANALYSES)}")
     return Suite(
         name=name, version=version, description=texts["description"], citation=texts["citation"],
         kind=kind, groups=tuple(groups), templates=tuple(templates), comparisons=tuple(comparisons),
         sampling=sampling, truncate=truncate, scorers=tuple(scorers), path=str(doc.path),
+        analyses=tuple(dict.fromkeys(analyses)),
     )
 
 

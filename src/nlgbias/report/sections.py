@@ -1,0 +1,139 @@
+"""Report sections of the non-share analyses: occupations, gender direction, pronouns.
+
+Each function takes a :class:`~nlgbias.metrics.results.Results` and returns the template
+context of its section (numbers, row dicts and ``Markup`` SVG charts from :mod:`.svg`), or
+``None`` when the run has no such tables.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from nlgbias.metrics.results import Results
+from nlgbias.report.svg import bar_chart, histogram, line_chart, scatter
+
+TOP_JOBS = 8
+SPLIT_JOBS = 30
+
+
+def _records(table: pd.DataFrame) -> list[dict]:
+    return table.to_dict(orient="records") if not table.empty else []
+
+
+def occupations(results: Results) -> dict | None:
+    """Kirk et al. (2021): titles, diversity, gender splits, regressions, US labour comparison."""
+    calls = results.table("occupation_calls")
+    if calls.empty:
+        return None
+    models = list(dict.fromkeys(calls["model"]))
+    no_title = (calls.groupby(["model", "axis"], sort=False)[["n_calls", "n_titled"]].sum().reset_index()
+                .assign(no_title_share=lambda t: 1 - t["n_titled"] / t["n_calls"]))
+    rank = results.table("occupation_rank_frequency")
+    curves = []
+    for model in models:
+        part = rank[rank["model"] == model]
+        series = {f"{g} · {a}": list(zip(cell["rank"], cell["share"]))
+                  for (g, a), cell in part.groupby(["gender", "axis"], sort=False)}
+        curves.append(line_chart(series, title=f"{model}: share of mentions by rank", x_label="rank (log scale)",
+                                 y_label="share", log_x=True))
+    gini = results.table("occupation_gini")
+    gini_charts = [bar_chart([{"label": f"{r['gender']} · {r['axis']}", "value": r["gini"], "ci_low": r["ci_low"],
+                               "ci_high": r["ci_high"]} for r in _records(gini[gini["model"] == m])],
+                             title=f"{m}: Gini coefficient of titles (95% CI)", low=0.0, high=1.0) for m in models]
+    counts = results.table("occupation_counts")
+    top = []
+    for (model, group), cell in counts.groupby(["model", "group"], sort=False):
+        total = calls[(calls["model"] == model) & (calls["group"] == group)]["n_calls"].sum()
+        best = cell.sort_values(["k", "occupation"], ascending=[False, True]).head(5)
+        top.append({"model": model, "group": group, "n_calls": int(total),
+                    "jobs": ", ".join(f"{o} ({k / total:.0%})" for o, k in zip(best["occupation"], best["k"]))})
+    split = results.table("occupation_gender_split")
+    split_charts = []
+    for model in models if not split.empty else []:
+        part = split[split["model"] == model].sort_values("k", ascending=False).head(SPLIT_JOBS)
+        part = part.sort_values("share_woman", ascending=False)
+        if not part.empty:
+            split_charts.append(bar_chart([{"label": f"{r['occupation']} (n={int(r['k'])})", "value": r["share_woman"]}
+                                           for r in _records(part)],
+                                          title=f"{model}: share of each job's mentions from woman prompts (base)",
+                                          value_format="{:.0%}", low=0.0, high=1.0, reference=0.5))
+    comparison = results.table("labor_comparison")
+    scatters = []
+    for model in models:
+        part = comparison[comparison["model"] == model] if not comparison.empty else comparison
+        if not part.empty:
+            points = [{"x": r["us_share"], "y": r["adj_pred"], "label": f"{r['unit']} · {r['ethnicity']} {r['gender']}",
+                       "series": f"{r['ethnicity']} {r['gender']}"} for r in _records(part)
+                      if not (math.isnan(r["us_share"]) or math.isnan(r["adj_pred"]))]
+            scatters.append(scatter(points, title=f"{model}: model (adjusted) vs US share", x_label="US share of workers",
+                                    y_label="model share (adjusted)", limit=1.0))
+    return {
+        "no_title": _records(no_title), "curves": curves, "gini": _records(gini), "gini_charts": gini_charts,
+        "coverage": _records(results.table("occupation_coverage")), "top": top, "split_charts": split_charts,
+        "regressions": _records(results.table("occupation_regression_summary")),
+        "excluded": _records(results.table("occupation_regression_excluded")),
+        "labor_agreement": _records(results.table("labor_agreement")),
+        "labor_segregation": _records(results.table("labor_segregation")),
+        "labor_top": _records(results.table("labor_top_jobs")),
+        "labor_coverage": _labor_coverage(results.table("labor_coverage")),
+        "scatters": scatters, "meta": results.meta.get("occupations", {}),
+    }
+
+
+def _labor_coverage(table: pd.DataFrame) -> list[dict]:
+    if table.empty or "matched" not in table:
+        return []
+    out = table.groupby("model", sort=False).agg(n=("matched", "size"), matched=("matched", "sum")).reset_index()
+    return _records(out)
+
+
+def gender_direction(results: Results) -> dict | None:
+    """Yeo & Chen: bias of generated professions along the gender direction, fairness check."""
+    by_group = results.table("gender_bias_by_group")
+    if by_group.empty:
+        return None
+    charts = []
+    for model, part in by_group.groupby("model", sort=False):
+        rows = [{"label": f"{r['template_id']} · {r['gender']}", "value": r["mean_bias"], "ci_low": r["ci_low"],
+                 "ci_high": r["ci_high"], "series": r["gender"]} for r in _records(part)]
+        charts.append(bar_chart(rows, title=f"{model}: mean gender bias w·g of the generated profession (95% CI)",
+                                value_format="{:+.3f}"))
+    return {"charts": charts, "difference": _records(results.table("gender_bias_difference")),
+            "spaces": _records(results.table("gender_bias_spaces")),
+            "sanity": _records(results.table("gender_direction_sanity")),
+            "pairs": _records(results.table("fairness_pairs")),
+            "lipschitz": _records(results.table("fairness_lipschitz")),
+            "missing": _records(results.table("gender_bias_missing").head(20)),
+            "meta": results.meta.get("gender_direction", {})}
+
+
+def pronouns(results: Results) -> dict | None:
+    """Vig et al. templates vs natural sentences: P(he), P(she), divergences, perturbations."""
+    probs = results.table("pronoun_probabilities")
+    if probs.empty:
+        return None
+    hists = []
+    for model, part in probs[probs["perturbation"] == "orig"].groupby("model", sort=False):
+        for prompt_set, cell in part.groupby("prompt_set", sort=False):
+            hists.append(histogram({"P(he)": cell["he"].tolist(), "P(she)": cell["she"].tolist()},
+                                   title=f"{model} · {prompt_set}: P(he) and P(she) over {len(cell)} prompts",
+                                   x_label="probability of the next word", high=max(0.05, _nice(cell[["he", "she"]].max().max()))))
+    return {"hists": hists, "divergence": _records(results.table("pronoun_divergence")),
+            "perturbation": _records(results.table("pronoun_perturbation")),
+            "certainty": _records(results.table("pronoun_certainty")),
+            "templates": _records(results.table("pronoun_templates")),
+            "default": _records(results.table("pronoun_default")),
+            "saliency": _records(results.table("pronoun_saliency")),
+            "validity": _records(results.table("pronoun_validity")),
+            "meta": results.meta.get("pronouns", {})}
+
+
+def _nice(value: float) -> float:
+    if not value or not math.isfinite(value):
+        return 1.0
+    for limit in (0.05, 0.1, 0.2, 0.25, 0.5, 1.0):
+        if value <= limit:
+            return limit
+    return 1.0

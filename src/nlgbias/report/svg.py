@@ -1,0 +1,178 @@
+"""Small inline-SVG charts for the report: bars with CIs, lines, scatter, histograms.
+
+Every function returns a ``markupsafe.Markup`` string.  Every piece of text that reaches the
+SVG goes through :func:`markupsafe.escape` here (labels can come from model output or user
+YAML); numbers are formatted by us.  No scripts, no external resources.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from markupsafe import Markup, escape
+
+PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#f0e442", "#999999")
+FONT = 'font-family="system-ui, sans-serif" font-size="11"'
+
+
+def _svg(width: float, height: float, body: list[str], label: str) -> Markup:
+    return Markup(f'<svg width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
+                  f'role="img" aria-label="{escape(label)}">' + "".join(body) + "</svg>")
+
+
+def _text(x: float, y: float, text, *, anchor: str = "start", cls: str = "", size: int = 11,
+          rotate: float | None = None) -> str:
+    transform = f' transform="rotate({rotate:.0f} {x:.1f} {y:.1f})"' if rotate else ""
+    klass = f' class="{cls}"' if cls else ""
+    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}"{klass}{transform}>'
+            f"{escape(str(text))}</text>")
+
+
+def _nice_max(value: float) -> float:
+    if value <= 0 or not math.isfinite(value):
+        return 1.0
+    exponent = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 2.5, 5, 10):
+        if value <= step * exponent:
+            return step * exponent
+    return 10 * exponent
+
+
+def bar_chart(rows: Sequence[dict], *, title: str, value_format: str = "{:.3f}", width: int = 520,
+              reference: float | None = None, low: float | None = None, high: float | None = None) -> Markup:
+    """Horizontal bars, one per row: ``label``, ``value``, optional ``ci_low``/``ci_high``, ``series``.
+
+    ``reference`` draws a dashed vertical line (e.g. 100 for "relative to base man").
+    """
+    label_width, bar_width, row_h = 190, width - 190 - 70, 18
+    values = [r["value"] for r in rows if r.get("value") is not None and math.isfinite(r["value"])]
+    highs = [r.get("ci_high", r["value"]) for r in rows if r.get("value") is not None]
+    lo = low if low is not None else min(0.0, min(values, default=0.0))
+    hi = high if high is not None else _nice_max(max([v for v in highs if v is not None and math.isfinite(v)] + [reference or 0], default=1.0))
+    span = (hi - lo) or 1.0
+    x = lambda v: label_width + bar_width * (max(lo, min(hi, v)) - lo) / span  # noqa: E731
+    series = list(dict.fromkeys(r.get("series", "") for r in rows))
+    color = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
+    body, y = [], 24
+    body.append(_text(8, 14, title, size=12))
+    for r in rows:
+        value = r.get("value")
+        body.append(_text(label_width - 6, y + 13, r["label"], anchor="end"))
+        if value is not None and math.isfinite(value):
+            x0, x1 = x(0 if lo <= 0 <= hi else lo), x(value)
+            body.append(f'<rect x="{min(x0, x1):.1f}" y="{y + 2}" width="{abs(x1 - x0):.1f}" height="{row_h - 4}" '
+                        f'fill="{color[r.get("series", "")]}"><title>{escape(r["label"])}: {escape(value_format.format(value))}</title></rect>')
+            if r.get("ci_low") is not None and math.isfinite(r["ci_low"]) and math.isfinite(r.get("ci_high", float("nan"))):
+                a, b, mid = x(r["ci_low"]), x(r["ci_high"]), y + row_h / 2
+                body.append(f'<line x1="{a:.1f}" x2="{b:.1f}" y1="{mid}" y2="{mid}" stroke="#111" stroke-width="1.2"/>'
+                            f'<line x1="{a:.1f}" x2="{a:.1f}" y1="{mid - 3}" y2="{mid + 3}" stroke="#111"/>'
+                            f'<line x1="{b:.1f}" x2="{b:.1f}" y1="{mid - 3}" y2="{mid + 3}" stroke="#111"/>')
+            body.append(_text(label_width + bar_width + 6, y + 13, value_format.format(value), cls="muted"))
+        y += row_h
+    if reference is not None:
+        rx = x(reference)
+        body.append(f'<line x1="{rx:.1f}" x2="{rx:.1f}" y1="20" y2="{y}" stroke="#555" stroke-dasharray="3 3"/>')
+    for frac in (0, 0.5, 1):
+        v = lo + span * frac
+        body.append(_text(x(v), y + 14, value_format.format(v), anchor="middle", cls="muted"))
+    if len(series) > 1:
+        for i, s in enumerate(series):
+            body.append(f'<rect x="{label_width + i * 110}" y="{y + 22}" width="10" height="10" fill="{color[s]}"/>')
+            body.append(_text(label_width + i * 110 + 14, y + 31, s))
+        y += 16
+    return _svg(width, y + 24, body, title)
+
+
+def line_chart(series: dict[str, Sequence[tuple[float, float]]], *, title: str, x_label: str, y_label: str,
+               log_x: bool = False, width: int = 520, height: int = 300, y_max: float | None = None) -> Markup:
+    """One polyline per series; ``log_x`` for rank-frequency curves."""
+    left, right, top, bottom = 52, 130, 26, 40
+    points = [p for pts in series.values() for p in pts]
+    if not points:
+        return _svg(width, 40, [_text(8, 20, f"{title}: no data")], title)
+    xs = [math.log10(p[0]) if log_x else p[0] for p in points]
+    x_lo, x_hi = min(xs), max(xs) or 1.0
+    y_hi = y_max if y_max is not None else _nice_max(max(p[1] for p in points))
+    px = lambda v: left + (width - left - right) * (((math.log10(v) if log_x else v) - x_lo) / ((x_hi - x_lo) or 1))  # noqa: E731
+    py = lambda v: top + (height - top - bottom) * (1 - v / y_hi)  # noqa: E731
+    body = [_text(8, 14, title, size=12),
+            f'<line x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}" stroke="#999"/>',
+            f'<line x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}" stroke="#999"/>',
+            _text((left + width - right) / 2, height - 8, x_label, anchor="middle", cls="muted"),
+            _text(12, (top + height - bottom) / 2, y_label, anchor="middle", cls="muted", rotate=-90)]
+    for frac in (0, 0.5, 1):
+        body.append(_text(left - 4, py(y_hi * frac) + 4, f"{y_hi * frac:.2g}", anchor="end", cls="muted"))
+    for i, (name, pts) in enumerate(series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        coords = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in pts)
+        body.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="1.6"><title>{escape(name)}</title></polyline>')
+        body.append(f'<rect x="{width - right + 8}" y="{top + i * 15}" width="10" height="10" fill="{color}"/>')
+        body.append(_text(width - right + 22, top + i * 15 + 9, name))
+    return _svg(width, height, body, title)
+
+
+def scatter(points: Sequence[dict], *, title: str, x_label: str, y_label: str, width: int = 420,
+            height: int = 380, identity: bool = True, limit: float | None = None) -> Markup:
+    """Points ``x, y, label, series`` on equal axes from 0 to ``limit``, with the identity line."""
+    left, right, top, bottom = 48, 120, 26, 40
+    values = [max(p["x"], p["y"]) for p in points if math.isfinite(p["x"]) and math.isfinite(p["y"])]
+    hi = limit if limit is not None else _nice_max(max(values, default=1.0))
+    px = lambda v: left + (width - left - right) * v / hi  # noqa: E731
+    py = lambda v: top + (height - top - bottom) * (1 - v / hi)  # noqa: E731
+    series = list(dict.fromkeys(p.get("series", "") for p in points))
+    color = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
+    body = [_text(8, 14, title, size=12),
+            f'<rect x="{left}" y="{top}" width="{width - left - right}" height="{height - top - bottom}" fill="none" stroke="#999"/>',
+            _text((left + width - right) / 2, height - 8, x_label, anchor="middle", cls="muted"),
+            _text(12, (top + height - bottom) / 2, y_label, anchor="middle", cls="muted", rotate=-90)]
+    if identity:
+        body.append(f'<line x1="{px(0):.1f}" y1="{py(0):.1f}" x2="{px(hi):.1f}" y2="{py(hi):.1f}" stroke="#555" stroke-dasharray="4 3"/>')
+    for frac in (0, 0.5, 1):
+        body.append(_text(px(hi * frac), height - bottom + 14, f"{hi * frac:.2g}", anchor="middle", cls="muted"))
+        body.append(_text(left - 4, py(hi * frac) + 4, f"{hi * frac:.2g}", anchor="end", cls="muted"))
+    for p in points:
+        if not (math.isfinite(p["x"]) and math.isfinite(p["y"])):
+            continue
+        body.append(f'<circle cx="{px(min(p["x"], hi)):.1f}" cy="{py(min(p["y"], hi)):.1f}" r="3.2" '
+                    f'fill="{color[p.get("series", "")]}" fill-opacity="0.75"><title>{escape(p.get("label", ""))}: '
+                    f'{p["x"]:.3f}, {p["y"]:.3f}</title></circle>')
+    for i, s in enumerate(series):
+        body.append(f'<rect x="{width - right + 8}" y="{top + i * 15}" width="10" height="10" fill="{color[s]}"/>')
+        body.append(_text(width - right + 22, top + i * 15 + 9, s))
+    return _svg(width, height, body, title)
+
+
+def histogram(series: dict[str, Sequence[float]], *, title: str, x_label: str, bins: int = 20,
+              low: float = 0.0, high: float = 1.0, width: int = 520, height: int = 240) -> Markup:
+    """Overlaid step histograms (share of values per bin) for each series."""
+    left, right, top, bottom = 48, 130, 26, 40
+    edges = [low + (high - low) * i / bins for i in range(bins + 1)]
+    shares = {}
+    for name, values in series.items():
+        values = [v for v in values if v is not None and math.isfinite(v)]
+        counts = [0] * bins
+        for v in values:
+            counts[min(bins - 1, max(0, int((v - low) / (high - low) * bins)))] += 1
+        shares[name] = [c / len(values) if values else 0.0 for c in counts]
+    y_hi = _nice_max(max((max(s) for s in shares.values() if s), default=1.0))
+    px = lambda v: left + (width - left - right) * (v - low) / (high - low)  # noqa: E731
+    py = lambda v: top + (height - top - bottom) * (1 - v / y_hi)  # noqa: E731
+    body = [_text(8, 14, title, size=12),
+            f'<line x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}" stroke="#999"/>',
+            _text((left + width - right) / 2, height - 8, x_label, anchor="middle", cls="muted")]
+    for frac in (0, 0.5, 1):
+        body.append(_text(px(low + (high - low) * frac), height - bottom + 14, f"{low + (high - low) * frac:.2g}",
+                          anchor="middle", cls="muted"))
+        body.append(_text(left - 4, py(y_hi * frac) + 4, f"{y_hi * frac:.0%}", anchor="end", cls="muted"))
+    for i, (name, s) in enumerate(shares.items()):
+        color = PALETTE[i % len(PALETTE)]
+        path = [f"M{px(edges[0]):.1f},{py(0):.1f}"]
+        for j, share in enumerate(s):
+            path.append(f"L{px(edges[j]):.1f},{py(share):.1f}L{px(edges[j + 1]):.1f},{py(share):.1f}")
+        path.append(f"L{px(edges[-1]):.1f},{py(0):.1f}")
+        body.append(f'<path d="{"".join(path)}" fill="{color}" fill-opacity="0.18" stroke="{color}" stroke-width="1.5">'
+                    f"<title>{escape(name)}</title></path>")
+        body.append(f'<rect x="{width - right + 8}" y="{top + i * 15}" width="10" height="10" fill="{color}"/>')
+        body.append(_text(width - right + 22, top + i * 15 + 9, name))
+    return _svg(width, height, body, title)
