@@ -63,3 +63,42 @@ def test_two_models_side_by_side_through_a_server_never_write_the_key(tmp_path, 
     assert len(result.results.model_gaps) == 2 * 2 * 6 * 2  # contexts x scorers x groups x labels
     page = (tmp_path / "report.html").read_text()
     assert "Model gaps" in page
+
+
+def test_occupation_suite_runs_every_kirk_analysis(tmp_path):
+    result = nlgbias.run("kirk2021-identity", models=["fake"], samples=12, out=tmp_path, quiet=True, n_boot=200,
+                         scorers=["occupation"])
+    tables = result.results.tables
+    for name in ("occupation_calls", "occupation_gini", "occupation_rank_frequency", "occupation_coverage",
+                 "occupation_gender_split", "occupation_regression_summary", "labor_comparison", "labor_agreement"):
+        assert name in tables, name
+        assert (tmp_path / f"{name}.csv").is_file()
+    calls = tables["occupation_calls"]
+    assert calls["n_calls"].sum() == 28 * 12 and set(calls["gender"]) == {"man", "woman"}
+    samples = pd.read_parquet(tmp_path / "samples.parquet")
+    titled = samples["occupation_details"].map(lambda d: len(json.loads(d)["occupations"]) > 0)
+    assert calls["n_titled"].sum() == titled.sum()
+    page = (tmp_path / "report.html").read_text()
+    assert "<h2>Occupations</h2>" in page and "Kendall" in page and "<script" not in page
+
+
+def test_occupation_analysis_needs_the_occupation_scorer(tmp_path):
+    import pytest
+
+    from nlgbias.errors import InputError
+
+    with pytest.raises(InputError, match="the occupations analysis of suite kirk2021-names needs the occupation scorer"):
+        nlgbias.run("kirk2021-names", models=["fake"], samples=1, out=tmp_path, quiet=True, scorers=["vader"])
+
+
+def test_pronoun_suite_on_a_local_model_resumes_from_the_store(tmp_path, tiny_model_dir):
+    first = nlgbias.run("natural-sentences", models=[str(tiny_model_dir)], out=tmp_path, quiet=True, n_boot=200)
+    samples = pd.read_parquet(tmp_path / "samples.parquet")
+    assert len(samples) == 3 * 359 and {"he", "she", "top1", "gap", "perturbation", "profession"} <= set(samples.columns)
+    assert ((samples["he"] > 0) & (samples["he"] < 1)).all()
+    for name in ("pronoun_divergence", "pronoun_perturbation", "pronoun_certainty", "pronoun_saliency",
+                 "pronoun_default", "pronoun_validity"):
+        assert name in first.results.tables, name
+    again = nlgbias.run("natural-sentences", models=[str(tiny_model_dir)], out=tmp_path, quiet=True, n_boot=200)
+    assert again.rebuilt == [] and again.run_id == first.run_id
+    assert "<h2>Pronoun probabilities after occupation prompts</h2>" in (tmp_path / "report.html").read_text()

@@ -181,6 +181,10 @@ def test_lexicon_and_synonym_files_agree():
     kirk_merges = {(r["title"], r["canonical"]) for r in synonyms if r["source"] == "kirk"}
     assert ("cab driver", "taxi driver") in kirk_merges and ("nurse practitioner", "nurse") in kirk_merges
     assert any(r["source"].startswith("bls:") for r in lexicon)
+    spelled = {}
+    for row in lexicon:                     # "horse-trainer" and "horse trainer" must agree
+        key = row["title"].replace("-", " ")
+        assert spelled.setdefault(key, row["canonical"]) == row["canonical"], row
     not_titles = {r["title"] for r in lexicon if not r["canonical"]}
     assert {"volunteer", "student", "worker", "role model"} <= not_titles
 
@@ -201,6 +205,13 @@ def test_scorer_protocol_and_score_table(scorer):
     assert out["details"][1] == {"occupations": [], "surface": []}
     assert out["details"][2] == {"occupations": ["nurse"], "surface": ["Nurse Practitioner"]}
     assert scorer.score([]).columns.tolist() == SCORE_COLUMNS
+
+
+def test_every_lexicon_title_is_found_after_a_frame(scorer):
+    entries, _ = load_lexicon()
+    titled = {t: c for t, c in entries.items() if c}
+    got = scorer.extract([f"The person works as a {t} at the" for t in titled])
+    assert [g for g, c in zip(got, titled.values()) if g != [c]] == []
 
 
 def test_version_follows_lexicon_hash(scorer):

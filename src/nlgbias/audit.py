@@ -111,8 +111,13 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     if len(set(models)) != len(models):
         raise InputError(f"--model: the same model is given twice ({', '.join(models)})")
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
-    params = _params(suite, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p)
     options = backend_options or BackendOptions()
+    if suite.kind == "pronoun":
+        refs = [resolve_model(m, options) for m in models]
+        return _run_pronoun(suite, refs, options, out=prepare_out(out), seed=seed, batch_size=batch_size,
+                            analysis=AnalysisOptions(seed=seed, n_boot=n_boot, confidence=confidence, min_n=min_n),
+                            progress=progress, command=command, clock=clock)
+    params = _params(suite, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p)
     refs = [resolve_model(m, options) for m in models]
     scorer_names = list(scorers) if scorers else list(suite.scorers)
     for analysis in suite.analyses:
@@ -192,6 +197,56 @@ class Stopwatch:
         now = time.perf_counter()
         self.laps[name] = now - self._last
         self._last = now
+
+
+def _run_pronoun(suite: Suite, refs, options: BackendOptions, *, out: Path, seed: int, batch_size: int,
+                 analysis: AnalysisOptions, progress: Progress, command, clock: "Stopwatch") -> RunResult:
+    """The pronoun-probability flow (``kind: pronoun`` suites); see :mod:`nlgbias.pronoun_run`."""
+    from nlgbias.pronoun_run import default_table, probability_table, pronoun_prompts, pronoun_results, saliency_table
+
+    prompts = pronoun_prompts(suite)
+    config = {"suite": {"name": suite.name, "version": suite.version, "content_hash": suite.content_hash},
+              "models": [{"model": r.model_id, "fingerprint": r.fingerprint} for r in refs],
+              "probe": {k: v for k, v in suite.probe.items() if k != "prompt_sets"},
+              "statistics": {"n_boot": analysis.n_boot, "confidence": analysis.confidence, "seed": seed}}
+    run_id = "r-" + hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+    clock.lap("setup")
+    by_id = {r.model_id: r for r in refs}
+    with RunStore(out / "store.sqlite") as store:
+        started = store.start_run(run_id, config)
+
+        def load(model_id: str):
+            progress.note(f"loading {model_id} ...")
+            backend = load_backend(by_id[model_id], options)
+            store.save_model_info(model_id, by_id[model_id].fingerprint, backend.info)
+            return backend
+
+        def bar(desc, n):
+            return progress.bar(desc, n, "prompt")
+
+        continuations = list(suite.probe["continuations"])
+        probs = probability_table(prompts, refs, store, load=load, continuations=continuations,
+                                  batch_size=batch_size, progress=bar)
+        sal = saliency_table(prompts, refs, store, load=load, per_set=suite.probe["saliency_prompts"],
+                             seed=seed, progress=bar)
+        default = default_table(refs, store, load=load, continuations=continuations) \
+            if suite.probe["default_probe"] else pd.DataFrame()
+        clock.lap("generate")
+        finished = store.finish_run(run_id)
+        model_infos = [{"model": r.model_id, "backend": r.backend, "fingerprint": r.fingerprint,
+                        **(store.model_info(r.model_id, r.fingerprint) or r.info)} for r in refs]
+    results = pronoun_results(probs, sal, default, analysis)
+    clock.lap("metrics")
+    table = probs.assign(run_id=run_id, suite=suite.name)
+    table = table[["run_id", "model", "suite", *[c for c in table.columns if c not in ("run_id", "model", "suite")]]]
+    manifest = build_manifest(run_id=run_id, suite=suite, models=model_infos, params=None, samples=None, seed=seed,
+                              batch_size=batch_size, options=options, scorers=[], unavailable=[], results=results,
+                              table=table, started=started, finished=finished, command=command,
+                              n_boot=analysis.n_boot, confidence=analysis.confidence, min_n=analysis.min_n)
+    rebuilt = write_outputs(out, run_id, table, results, manifest)
+    clock.lap("outputs")
+    progress.note(f"run {run_id}: {len(table)} prompt probabilities -> {out}")
+    return RunResult(out, run_id, table, results, manifest, 0, rebuilt, clock.laps)
 
 
 def _params(suite: Suite, **overrides) -> SamplingParams:
@@ -292,17 +347,20 @@ def build_manifest(*, run_id, suite, models, params, samples, seed, batch_size, 
         "suite": {"name": suite.name, "version": suite.version, "path": suite.path,
                   "content_hash": suite.content_hash, "citation": suite.citation, "resolved": suite.to_dict()},
         "models": models,
-        "sampling": {**params.to_dict(), "samples_per_prompt": samples, "seed": seed,
-                     "seed_derivation": "sha256([seed, model, prompt, sample_idx])[:8] >> 1",
-                     "batch_size": batch_size, "dtype": options.dtype, "device": options.device,
-                     "truncate": suite.truncate},
+        "sampling": ({**params.to_dict(), "samples_per_prompt": samples, "seed": seed,
+                      "seed_derivation": "sha256([seed, model, prompt, sample_idx])[:8] >> 1",
+                      "batch_size": batch_size, "dtype": options.dtype, "device": options.device,
+                      "truncate": suite.truncate} if params is not None else
+                     {"sampled": False, "batch_size": batch_size, "seed": seed, "device": options.device,
+                      "logprob_dtype": "float32", "truncate": None}),
         "scorers": [{"name": s.name, "version": s.version, "citation": s.citation,
                      "threshold": getattr(s, "threshold", None)} for s in scorers],
         "scorers_unavailable": unavailable,
         "statistics": {"analyses": list(suite.analyses), "n_boot": n_boot, "confidence": confidence,
                        "min_n": min_n, "seed": seed,
                        **{k: results.meta[k] for k in ("ci", "test", "correction") if k in results.meta}},
-        "counts": {"samples": int(len(table)), "empty_continuations": int(table["is_empty"].sum()),
+        "counts": {"samples": int(len(table)),
+                   "empty_continuations": int(table["is_empty"].sum()) if "is_empty" in table else 0,
                    "prompts": int(table["prompt_id"].nunique()), "models": len(models)},
         "libraries": library_versions(),
         "platform": {"system": platform.system(), "machine": platform.machine()},

@@ -292,6 +292,14 @@ def _mean_table(table: pd.DataFrame, by: list[str], measures: dict[str, np.ndarr
     return pd.DataFrame(rows, columns=by + MEAN_COLUMNS)
 
 
+def mean_table(table: pd.DataFrame, by: Sequence[str], values: dict[str, np.ndarray], *, n_boot: int = 2000,
+               confidence: float = 0.95, seed: int = 0, where: str = "mean_table") -> pd.DataFrame:
+    """Mean of each named array of ``values`` (aligned with ``table``'s rows) per ``by`` cell, with
+    the sd and a percentile bootstrap CI over rows; columns ``by..., measure, n, value, sd, ci_low, ci_high``."""
+    _check(table, list(by), where)
+    return _mean_table(table, list(by), values, n_boot=n_boot, confidence=confidence, seed=seed, where=where)
+
+
 def perturbation_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, perturbation: str = "perturbation",
                        he: str = "he", she: str = "she", n_boot: int = 2000, confidence: float = 0.95,
                        seed: int = 0) -> pd.DataFrame:

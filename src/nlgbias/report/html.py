@@ -57,7 +57,7 @@ def render_report(results: Results, samples: pd.DataFrame, manifest: dict) -> st
         "shares": _shares_section(results, scorers),
         "occupations": sections.occupations(results),
         "gender_direction": sections.gender_direction(results),
-        "pronouns": sections.pronouns(results),
+        "pronouns": sections.pronouns(results, samples),
         "examples": _examples(samples, scorers) if {"model", "context", "group", "sentence"} <= set(samples.columns) else [],
         "scorers": scorers,
         "alpha": SIGNIFICANCE,

@@ -109,10 +109,11 @@ def gender_direction(results: Results) -> dict | None:
             "meta": results.meta.get("gender_direction", {})}
 
 
-def pronouns(results: Results) -> dict | None:
-    """Vig et al. templates vs natural sentences: P(he), P(she), divergences, perturbations."""
-    probs = results.table("pronoun_probabilities")
-    if probs.empty:
+def pronouns(results: Results, probs: pd.DataFrame) -> dict | None:
+    """Vig et al. templates vs natural sentences: P(he), P(she), divergences, perturbations.
+
+    ``probs`` is the run's samples table (one row per model and prompt)."""
+    if results.table("pronoun_divergence").empty or not {"he", "she", "perturbation"} <= set(probs.columns):
         return None
     hists = []
     for model, part in probs[probs["perturbation"] == "orig"].groupby("model", sort=False):

@@ -81,8 +81,8 @@ POSSESSIVES = frozenset({"his", "her", "their", "its", "my", "our", "your", "thi
                          "those", "some", "any", "every", "each", "another", "other", "such", "no"})
 PRONOUNS = frozenset({"he", "she", "they", "i", "we", "you", "it", "who", "he's", "she's", "they're",
                       "i'm", "it's", "we're", "you're", "which", "that"})
-SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "i", "we", "who", "he's", "she's", "they're", "i'm",
-                              "we're"})
+# the subject of a prompt is a third person: "I'm a writer" is the narrator, not the subject
+SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "who", "he's", "she's", "they're"})
 COORDINATORS = frozenset({"and", "or", ",", "/", "&", "plus", "but", "nor", ";", "while", "whilst"})
 LIST_COORDINATORS = frozenset({"and", "or", ",", "/", "&", "plus"})
 ADVERBS = frozenset({"also", "now", "still", "currently", "then", "later", "eventually", "sometimes",
@@ -90,8 +90,7 @@ ADVERBS = frozenset({"also", "now", "still", "currently", "then", "later", "even
                      "really", "just", "only", "even", "already", "once", "formerly", "previously",
                      "recently", "again", "too", "temporarily",
                      "finally", "soon", "subsequently", "additionally", "simultaneously", "meanwhile",
-                     "presently", "officially", "successfully", "briefly", "not", "never", "always",
-                     "both", "either"})
+                     "presently", "officially", "successfully", "briefly", "always", "both", "either"})
 PREPOSITIONS = frozenset({
     "at", "in", "on", "for", "of", "with", "from", "to", "by", "into", "near", "inside", "within",
     "since", "during", "until", "till", "under", "over", "after", "before", "around", "across",
@@ -131,7 +130,7 @@ WORK_WORDS = frozenset({
 COPULAS = frozenset({"is", "was", "are", "were", "became", "becomes", "become", "becoming",
                      "remains", "remained", "been", "be", "am"})
 # pronoun and copula in one token: "she's a nurse"
-PRONOUN_COPULAS = frozenset({"he's", "she's", "they're", "i'm", "we're", "who's"})
+PRONOUN_COPULAS = frozenset({"he's", "she's", "they're", "who's"})
 # "as" that is not a job frame: "as well as", "as soon as", "such as" ...
 NOT_FRAME_AFTER_AS = frozenset({"well", "soon", "long", "much", "many", "far", "if", "though", "usual",
                                 "always", "ever", "hard", "good", "often", "part", "a result",
@@ -145,6 +144,45 @@ SUBJECT_SKIP = frozenset({"has", "had", "have", "having", "is", "was", "got", "g
 NOT_FRAME_BEFORE_AS = frozenset({"such", "well", "known", "same", "much", "as", "so", "regarded", "seen",
                                  "described", "identified", "identifies", "dressed", "disguised", "posing",
                                  "poses", "posed", "treated", "viewed", "thought", "referred"})
+# heads that say little without the kind of work in front of them: "sales director", "data officer",
+# "construction specialist".  A lone one is read as it stands (a title, or a non-title such as
+# "specialist"); with field words before it, those are kept (see Lexicon.field_words).
+GENERIC_HEADS = frozenset({
+    "manager", "director", "assistant", "officer", "engineer", "analyst", "consultant", "advisor", "adviser",
+    "coordinator", "technician", "specialist", "professional", "expert", "worker", "representative", "agent",
+    "clerk", "administrator", "executive", "supervisor", "developer", "scientist", "lead", "operator",
+    "attendant", "inspector", "planner", "strategist", "contractor", "designer", "instructor", "trainer",
+    "leader", "liaison",
+})
+# words that look like adjectives: a phrase made only of them may go on after "," / "and" / "but"
+# ("a talented and respected conductor", "a high-performing, 28-year-old actor")
+ADJECTIVE_ENDINGS = ("ed", "ful", "ous", "ive", "able", "ible", "ic", "ical", "less", "ing", "ent", "ish",
+                     "ary", "old")
+# kinds of work that no multi-word title in the lexicon happens to contain
+FIELD_WORDS = frozenset({
+    "analysis", "analytics", "design", "programming", "finance", "accounts", "account", "operations", "quality",
+    "safety", "logistics", "supply", "chain", "procurement", "communications", "content", "product", "brand",
+    "technical", "data", "engineering", "software", "hardware", "network", "systems", "database", "web",
+    "ux", "client", "customer", "policy", "program", "project", "events", "media", "public", "health",
+    "legal", "compliance", "risk", "investment", "insurance", "tax", "audit", "payroll", "admin",
+    "administrative", "office", "maintenance", "production", "manufacturing", "warehouse", "retail",
+    "sales", "business", "human", "resources", "hr", "training", "learning", "education", "development",
+    "community", "outreach", "fundraising", "grants", "science", "clinical", "pharmacy", "dental",
+    "construction", "property", "facilities", "transport", "hospitality", "catering", "beauty", "art",
+    "music", "film", "video", "sound", "editorial", "news", "translation", "support", "service", "services",
+    "sports", "fitness", "youth", "elderly", "animal", "environmental", "energy", "mining", "agricultural",
+    "fleet", "aviation", "marine", "emergency", "government", "political", "campaign", "church",
+    "research", "strategy", "innovation", "planning", "purchasing", "inventory", "assurance", "testing",
+    "ai", "cloud", "cyber", "security", "marketing", "digital", "creative writing", "writing", "recruitment",
+    "employment", "mortgage", "banking", "trade", "export", "import", "shipping", "relations", "affairs",
+})
+# words of multi-word titles that are not a kind of work: never kept in front of a generic head
+NOT_FIELD_WORDS = frozenset({
+    "at", "in", "up", "x", "part", "time", "full", "freelance", "professional", "senior", "junior", "licensed",
+    "registered", "live", "odd", "short", "stand", "stay", "job", "make", "fortune", "rat", "candle", "set",
+    "staff", "student", "seasonal", "migrant", "substitute", "practical", "wet", "high", "independent",
+    "self", "new", "local", "young", "good", "top", "best", "lead", "co", "private", "personal",
+})
 KIND_OF = frozenset({"kind", "sort", "type", "form", "bit"})
 OPENING_PUNCT = frozenset({'"', "'", "(", "[", ":", "-", "\u2013", "\u2014", "*", "`", "\u201c", "\u2018"})
 
@@ -184,6 +222,9 @@ class Lexicon:
         # word pairs that open a multi-word entry, so that "an it consultant" or "a maid of honour"
         # is read whole although "it" and "of" usually end a phrase
         self.openers = {key[:2] for key in self.canonical if len(key) > 1}
+        # words that name a kind of work in some multi-word title ("sales" of "sales manager")
+        self.field_words = {w for key, canonical in self.canonical.items() if canonical and len(key) > 1
+                            for w in key[:-1]} - NOT_FIELD_WORDS | FIELD_WORDS
         self.max_len = max(len(k) for k in self.canonical)
 
     def word(self, tok: str) -> str:
@@ -323,7 +364,19 @@ class OccupationExtractor:
     # -- noun phrases and coordination
     def _chain(self, toks, words: list[str], start: int, found: list) -> int:
         """Read a title and the titles coordinated with it; return the index after the chain."""
+        pending = None
         status, end = self._noun_phrase(toks, words, start, found)
+        while (status == "none" and end < len(words) - 1 and words[end] in {",", "and", "but", "yet"}
+               and self._adjectives_only(words, start, end)):
+            # "a talented and respected conductor": the adjectives were the start of the phrase
+            start = end + 1
+            while start < len(words) and words[start] in {",", "and", "yet"}:
+                start += 1
+            status, end = self._noun_phrase(toks, words, start, found)
+        if status != "title":
+            pending = self._field_phrase(words, start)
+            if pending is not None:
+                status = "field"
         while status != "none" and end < len(words):
             k = end
             if words[k] == "as" and words[k + 1:k + 3] == ["well", "as"]:
@@ -349,10 +402,11 @@ class OccupationExtractor:
                 return end
             if k >= len(words):
                 return end
-            status, end = self._noun_phrase(toks, words, k, found)
+            status, end = self._noun_phrase(toks, words, k, found, pending if status == "field" else None)
         return end
 
-    def _noun_phrase(self, toks, words: list[str], i: int, found: list) -> tuple[str, int]:
+    def _noun_phrase(self, toks, words: list[str], i: int, found: list,
+                     pending: tuple[list[str], int] | None = None) -> tuple[str, int]:
         """Read one noun phrase at ``i``; append its title to ``found``.
 
         Returns ``("title" | "not-title" | "none", index after the phrase)``.
@@ -362,7 +416,7 @@ class OccupationExtractor:
             i += 1
         if i + 1 < n and words[i] in KIND_OF and words[i + 1] == "of":
             i += 2
-            while i < n and words[i] in DETERMINERS:
+            while i < n and (words[i] in DETERMINERS or words[i] in OPENING_PUNCT):
                 i += 1
         start = i
         while i < n and i - start < MAX_NP_TOKENS:
@@ -380,26 +434,74 @@ class OccupationExtractor:
         if end == start:
             return "none", end
         phrase = [self.lexicon.word(w) for w in words[start:end]]
-        match = self._rightmost_title(phrase)
+        # a possessive is never the head: "a healer's apprentice" is an apprentice
+        heads = [k for k in range(len(phrase)) if not (words[start + k].endswith("'s") and k < len(phrase) - 1)]
+        match = self._rightmost_title(phrase, heads)
         if match is None:
             return "none", end
-        canonical, s, e = match
+        canonical, s, e = self._with_field(phrase, *match)
         if not canonical:
             return "not-title", end
+        head = canonical.split()[-1]
+        if pending is not None and head in GENERIC_HEADS:   # "a design and marketing consultant"
+            found.append((f"{' '.join(pending[0])} {head}", pending[1], start + e))
         found.append((canonical, start + s, start + e))
         return "title", end
 
+    def _field_phrase(self, words: list[str], i: int) -> tuple[list[str], int] | None:
+        """Field words alone ("business" in "a business and communications advisor"), or None."""
+        n = len(words)
+        while i < n and (words[i] in DETERMINERS or words[i] in OPENING_PUNCT or words[i] in NOT_FIELD_WORDS):
+            i += 1
+        j = i
+        while j < n and words[j] in self.lexicon.field_words and j - i < 3:
+            j += 1
+        if j == i or j >= n or words[j] not in {"and", "&", "/", ","}:
+            return None
+        return [self.lexicon.word(w) for w in words[i:j]], i
+
+    def _with_field(self, phrase: list[str], canonical: str, s: int, e: int) -> tuple[str, int, int]:
+        """Keep the field words before a lone generic head: "sales director", "construction specialist"."""
+        if s != e or phrase[e] not in GENERIC_HEADS:
+            return canonical, s, e
+        k = s
+        while k > 0 and s - k < 3 and phrase[k - 1] in self.lexicon.field_words:
+            k -= 1
+        if k == s:
+            return canonical, s, e
+        lex = self.lexicon.canonical
+        key = tuple(phrase[k:e + 1])
+        if key in lex:
+            return lex[key], k, e
+        head = canonical or phrase[e]
+        return " ".join([*phrase[k:s], head]), k, e
+
     def _opens_entry(self, words: list[str], i: int) -> bool:
-        """Whether a lexicon entry runs through ``words[i]`` ("it consultant", "maid of honour")."""
+        """Whether a lexicon entry runs through ``words[i]`` ("it consultant", "maid of honour"),
+        or ``words[i]`` is "it" before a kind of work or generic head ("an IT worker")."""
         lex = self.lexicon
-        return (i + 1 < len(words) and (lex.word(words[i]), lex.word(words[i + 1])) in lex.openers
+        nxt = lex.word(words[i + 1]) if i + 1 < len(words) else ""
+        if words[i] == "it" and (nxt in GENERIC_HEADS or nxt in lex.field_words):
+            return True
+        return (bool(nxt) and (lex.word(words[i]), nxt) in lex.openers
                 or i > 0 and (lex.word(words[i - 1]), lex.word(words[i])) in lex.openers)
 
-    def _rightmost_title(self, phrase: list[str]) -> tuple[str, int, int] | None:
-        """The lexicon entry ending furthest right (longest first), skipping transparent heads."""
+    @staticmethod
+    def _adjectives_only(words: list[str], start: int, end: int) -> bool:
+        """Whether ``words[start:end]`` (past determiners) are all adjective-like."""
+        while start < end and (words[start] in DETERMINERS or words[start] in OPENING_PUNCT):
+            start += 1
+        return start < end and all(w.endswith(ADJECTIVE_ENDINGS) or w in INTENSIFIERS or w.isdigit()
+                                   or w in NOT_FIELD_WORDS for w in words[start:end])
+
+    def _rightmost_title(self, phrase: list[str], heads: list[int]) -> tuple[str, int, int] | None:
+        """The lexicon entry ending furthest right (longest first), skipping transparent heads.
+
+        Only positions in ``heads`` may end an entry.
+        """
         lex = self.lexicon.canonical
         transparent_seen = False
-        for e in range(len(phrase) - 1, -1, -1):
+        for e in reversed(heads):
             for s in range(max(0, e + 1 - self.lexicon.max_len), e + 1):
                 key = tuple(phrase[s:e + 1])
                 if key in lex:

@@ -79,4 +79,6 @@ class RegardScorer:
                     details["truncated"] = len(full[row]) > self.max_tokens
                     score = details.get("positive", 0.0) - details.get("negative", 0.0)
                     out[i] = (self.labels[int(np.argmax(p))], score, details)
-        return pd.DataFrame(out, columns=SCORE_COLUMNS)
+        table = pd.DataFrame(out, columns=SCORE_COLUMNS)
+        table["label"] = pd.Series([row[0] for row in out], dtype=object)  # keep None for empty texts
+        return table

@@ -14,6 +14,9 @@ Tables
     Each run's configuration, first start and first finish time.
 ``models``
     What each loaded model reported about itself (architecture, dtype, weight hash).
+``records``
+    Other per-prompt measurements (pronoun probabilities, saliency), keyed like generations
+    and stored a batch per transaction.
 
 The store is the source of truth; Parquet, JSON and HTML outputs are rebuilt from it.
 """
@@ -53,6 +56,11 @@ CREATE TABLE IF NOT EXISTS models (
     fingerprint TEXT NOT NULL,
     info TEXT NOT NULL,
     PRIMARY KEY (model_id, fingerprint)
+);
+CREATE TABLE IF NOT EXISTS records (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS scores (
     text_hash TEXT NOT NULL,
@@ -209,10 +217,36 @@ class RunStore:
             return pd.DataFrame(columns=["text_hash", "label", "score", "details"])
         return pd.concat(frames, ignore_index=True)
 
+    # -- records ------------------------------------------------------------------------
+
+    def add_records(self, kind: str, values: dict[str, dict]) -> None:
+        """Store ``key -> value`` (JSON) measurements of one kind in one transaction."""
+        rows = [(k, kind, json.dumps(v, sort_keys=True, default=_json_default)) for k, v in values.items()]
+        with self._transaction():
+            self.db.executemany("INSERT OR IGNORE INTO records VALUES (?, ?, ?)", rows)
+
+    def records(self, keys: Sequence[str]) -> dict[str, dict]:
+        """Stored values for ``keys`` (missing keys are absent)."""
+        found: dict[str, dict] = {}
+        keys = list(keys)
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, value in self.db.execute(f"SELECT key, value FROM records WHERE key IN ({marks})", chunk):
+                found[key] = json.loads(value)
+        return found
+
     # -- helpers ------------------------------------------------------------------------
 
     def _transaction(self):
         return _Transaction(self.db)
+
+
+def _json_default(value):
+    """numpy scalars and NaN-able floats in stored records."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"cannot store {type(value).__name__} in a record")
 
 
 class _Transaction:

@@ -26,10 +26,14 @@ from nlgbias.sampling import SamplingParams
 TOP_KEYS = (
     "suite", "version", "description", "citation", "kind", "include", "extend",
     "sampling", "truncate", "groups", "templates", "comparisons", "scorers", "analyses",
+    "prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe",
 )
+PRONOUN_KEYS = ("prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe")
+PERTURBATIONS = ("orig", "replace", "delete")
+PROMPT_SET_KEYS = ("id", "source", "professions")
 ANALYSES = ("shares", "occupations", "gender_direction")
 EXTEND_KEYS = ("groups", "templates", "comparisons")
-KINDS = ("generation",)
+KINDS = ("generation", "pronoun")
 SAMPLING_KEYS = {
     "max_new_tokens": int, "temperature": float, "top_k": int, "top_p": float,
 }
@@ -81,6 +85,7 @@ class Suite:
     scorers: tuple[str, ...]
     path: str
     analyses: tuple[str, ...] = ("shares",)
+    probe: dict[str, Any] = field(default_factory=dict)  # pronoun suites: prompt sets and settings
     content_hash: str = field(default="")
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,6 +100,7 @@ class Suite:
             "truncate": self.truncate,
             "scorers": list(self.scorers),
             "analyses": list(self.analyses),
+            "probe": self.probe,
             "groups": [{"id": g.id, "text": g.text, "attributes": dict(g.attributes)} for g in self.groups],
             "templates": [{"id": t.id, "context": t.context, "text": t.text} for t in self.templates],
             "comparisons": [list(c) for c in self.comparisons],
@@ -303,6 +309,12 @@ def _build(raw: _Raw) -> Suite:
             raise value_doc.fail((key,), "must be text")
         texts[key] = value.strip()
 
+    if kind == "pronoun":
+        return _pronoun_suite(raw, name=name, version=version, texts=texts)
+    for key in PRONOUN_KEYS:
+        if key in raw.scalars:
+            value_doc = raw.scalars[key][1]
+            raise value_doc.fail((key,), "only pronoun suites (kind: pronoun) take this key")
     groups = _groups(raw.lists["groups"], doc)
     templates = _templates(raw.lists["templates"], doc)
     comparisons = _comparisons(raw.lists["comparisons"], groups, default="comparisons" not in raw.given)
@@ -443,3 +455,82 @@ def _sampling(value: Any, doc: _Doc) -> dict[str, Any]:
     except ValueError as exc:
         raise doc.fail(("sampling",), str(exc)) from None
     return out
+
+
+# --- pronoun-probability suites --------------------------------------------------------------
+
+def _pronoun_suite(raw: _Raw, *, name: str, version: int, texts: dict[str, str]) -> Suite:
+    """A suite of ``kind: pronoun``: prompt sets read from CSV files, no groups or sampling."""
+    doc = raw.doc
+    for key in ("groups", "templates", "comparisons"):
+        if raw.lists[key]:
+            raise raw.lists[key][0].doc.fail((key,), "pronoun suites take prompt_sets, not groups/templates")
+    for key in ("sampling", "truncate", "scorers", "analyses"):
+        if key in raw.scalars:
+            raise raw.scalars[key][1].fail((key,), "pronoun suites do not sample or score text; remove this key")
+    sets_value, sets_doc = raw.scalars.get("prompt_sets", (None, doc))
+    if not isinstance(sets_value, list) or not sets_value:
+        raise sets_doc.fail(("prompt_sets",), "required: a non-empty list of {id, source[, professions]}")
+    prompt_sets = []
+    seen: set[str] = set()
+    for index, entry in enumerate(sets_value):
+        at = ("prompt_sets", index)
+        if not isinstance(entry, dict):
+            raise sets_doc.fail(at, "each prompt set is a mapping with id and source")
+        for key in entry:
+            if key not in PROMPT_SET_KEYS:
+                raise sets_doc.fail(at + (key,), f"unknown key; allowed: {', '.join(PROMPT_SET_KEYS)}")
+        set_id, source = entry.get("id"), entry.get("source")
+        if not isinstance(set_id, str) or not ID_PATTERN.match(set_id):
+            raise sets_doc.fail(at + ("id",), "required: a name of letters, digits, '-', '_' or '.'")
+        if set_id in seen:
+            raise sets_doc.fail(at + ("id",), f"duplicate prompt set {set_id!r}")
+        seen.add(set_id)
+        if not isinstance(source, str):
+            raise sets_doc.fail(at + ("source",), "required: a CSV file (built-in name or path)")
+        path = _data_file(source, sets_doc.path.parent)
+        if path is None:
+            raise sets_doc.fail(at + ("source",), f"file {source!r} not found next to the suite or built in")
+        professions = entry.get("professions")
+        if professions is not None and professions != "debiaswe" and _data_file(professions, sets_doc.path.parent) is None:
+            raise sets_doc.fail(at + ("professions",), "use debiaswe or a CSV file with a profession column")
+        prompt_sets.append({"id": set_id, "source": source, "professions": professions,
+                            "source_sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+    continuations, cont_doc = raw.scalars.get("continuations", (["he", "she", "they", "his", "her", "him", "hers",
+                                                                 "them", "their"], doc))
+    if not isinstance(continuations, list) or not continuations or not all(
+            isinstance(c, str) and c.strip() == c and c for c in continuations):
+        raise cont_doc.fail(("continuations",), "a list of words without spaces, e.g. [he, she, they]")
+    for needed in ("he", "she"):
+        if needed not in continuations:
+            raise cont_doc.fail(("continuations",), f"must include {needed!r}")
+    perturbations, pert_doc = raw.scalars.get("perturbations", (list(PERTURBATIONS), doc))
+    if not isinstance(perturbations, list) or "orig" not in perturbations or not set(perturbations) <= set(PERTURBATIONS):
+        raise pert_doc.fail(("perturbations",), f"a list among {', '.join(PERTURBATIONS)} that includes orig")
+    saliency, sal_doc = raw.scalars.get("saliency_prompts", (200, doc))
+    if not isinstance(saliency, int) or isinstance(saliency, bool) or saliency < 0:
+        raise sal_doc.fail(("saliency_prompts",), "a whole number of prompts per set (0: no saliency)")
+    default_probe, def_doc = raw.scalars.get("default_probe", (True, doc))
+    if not isinstance(default_probe, bool):
+        raise def_doc.fail(("default_probe",), "true or false")
+    probe = {"prompt_sets": prompt_sets, "continuations": continuations,
+             "perturbations": [p for p in PERTURBATIONS if p in perturbations],
+             "saliency_prompts": saliency, "default_probe": default_probe}
+    return Suite(name=name, version=version, description=texts["description"], citation=texts["citation"],
+                 kind="pronoun", groups=(), templates=(), comparisons=(), sampling={}, truncate="none", scorers=(),
+                 path=str(doc.path), analyses=("pronouns",), probe=probe)
+
+
+def data_file(suite: Suite, name: str) -> Path:
+    """A data file a suite names (``source``, ``professions``): next to the suite file, or built in."""
+    path = _data_file(name, Path(suite.path).parent)
+    if path is None:
+        raise SuiteError(f"{suite.path}: data file {name!r} not found next to the suite or built in")
+    return path
+
+
+def _data_file(name: str, folder: Path) -> Path | None:
+    for candidate in (folder / name, Path(name), builtin_dir() / name):
+        if candidate.is_file():
+            return candidate
+    return None

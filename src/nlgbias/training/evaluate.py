@@ -42,7 +42,7 @@ def expected_calibration_error(probs: np.ndarray, gold_index: np.ndarray, *, bin
     """ECE of the top-label confidence, equal-width bins over [0, 1].
 
     >>> round(expected_calibration_error(np.array([[0.9, 0.1], [0.6, 0.4]]), np.array([0, 1])), 3)
-    0.25
+    0.35
     """
     confidence = probs.max(axis=1)
     correct = probs.argmax(axis=1) == gold_index

@@ -1,0 +1,230 @@
+"""Run a pronoun-probability suite (``kind: pronoun``): prompts -> probabilities -> measures -> report.
+
+No text is sampled: for every prompt the model's next-word probabilities of the suite's pronouns
+are read (:mod:`nlgbias.probes.pronouns`), with the model's certainty from the same pass, the
+saliency of the profession for a seeded subset of prompts, and the default behaviour after the
+start token alone.  Each batch of prompts is stored in the run store as it completes, so a killed
+run resumes where it stopped.  The measures of :mod:`nlgbias.metrics.pronouns` follow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+
+from nlgbias.analyses import AnalysisOptions
+from nlgbias.errors import BackendError
+from nlgbias.metrics import pronouns as measures
+from nlgbias.metrics.results import Results
+from nlgbias.models import ModelRef
+from nlgbias.store import RunStore
+from nlgbias.suites import Suite, data_file
+
+PROMPT_COLUMNS = ["prompt_id", "prompt_set", "template_id", "profession", "perturbation", "prompt", "word"]
+
+
+def debiaswe_professions() -> list[str]:
+    """Bolukbasi et al.'s 320 professions minus the 17 gendered by definition (gender_specific_full)."""
+    from nlgbias.metrics.gender_direction import load_debiaswe
+
+    specific = {w.lower() for w in load_debiaswe("gender_specific_full.json")}
+    return [row[0].replace("_", " ") for row in load_debiaswe("professions.json") if row[0].lower() not in specific]
+
+
+def pronoun_prompts(suite: Suite) -> pd.DataFrame:
+    """Every prompt of a pronoun suite, with its perturbations.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``prompt_id, prompt_set, template_id, profession, perturbation, prompt, word`` (``word``:
+        the profession word in the prompt for saliency; None for Delete).
+    """
+    from nlgbias.probes.pronouns import expand_templates, perturbations
+
+    frames = []
+    for entry in suite.probe["prompt_sets"]:
+        table = pd.read_csv(data_file(suite, entry["source"]), keep_default_na=False, dtype=str)
+        if entry.get("professions"):
+            professions = (debiaswe_professions() if entry["professions"] == "debiaswe" else
+                           pd.read_csv(data_file(suite, entry["professions"]), dtype=str)["profession"].tolist())
+            rows = expand_templates(table.rename(columns={"id": "template_id"}), professions, perturbed=True)
+        else:
+            table = table.assign(template_id=table["profession"], article=table["article"].replace("", None))
+            rows = perturbations(table)
+        rows = rows.assign(prompt_set=entry["id"])
+        frames.append(rows)
+    prompts = pd.concat(frames, ignore_index=True)
+    prompts = prompts[prompts["perturbation"].isin(suite.probe["perturbations"])]
+    prompts["prompt_id"] = (prompts["prompt_set"] + "|" + prompts["template_id"].astype(str) + "|"
+                            + prompts["profession"].astype(str) + "|" + prompts["perturbation"])
+    return prompts[PROMPT_COLUMNS].drop_duplicates("prompt_id").reset_index(drop=True)
+
+
+def _key(ref: ModelRef, kind: str, *parts) -> str:
+    text = json.dumps([ref.model_id, ref.fingerprint, kind, *parts], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def probability_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, continuations: list[str],
+                      batch_size: int, progress) -> pd.DataFrame:
+    """Next-word probabilities of ``continuations`` for every (model, prompt), from the store where known.
+
+    Local models: :func:`~nlgbias.probes.pronouns.continuation_probabilities` (with certainty).
+    Server models: the server's prompt log-probabilities, one request per (prompt, word); no
+    certainty columns (NaN).
+    """
+    from nlgbias.probes.pronouns import continuation_probabilities
+
+    words = [" " + c for c in continuations]
+    frames = []
+    for ref in refs:
+        keys = [_key(ref, "probabilities", p, continuations) for p in prompts["prompt"]]
+        have = store.records(keys)
+        todo = [i for i, k in enumerate(keys) if k not in have]
+        if todo:
+            backend = load(ref.model_id)
+            bar = progress(f"probabilities {ref.model_id}", len(todo))
+            try:
+                for start in range(0, len(todo), batch_size):
+                    chunk = todo[start:start + batch_size]
+                    texts = prompts["prompt"].iloc[chunk].tolist()
+                    if hasattr(backend, "model"):
+                        table = continuation_probabilities(backend, texts, words, batch_size=min(batch_size, 32))
+                        rows = table.drop(columns=["prompt", "model", "n_tokens"], errors="ignore").to_dict(orient="records")
+                    else:
+                        rows = _server_rows(backend, texts, words)
+                    store.add_records("probabilities", {keys[i]: row for i, row in zip(chunk, rows)})
+                    bar.update(len(chunk))
+            finally:
+                bar.close()
+                backend.close()
+            have = store.records(keys)
+        values = pd.DataFrame([have[k] for k in keys])
+        frames.append(pd.concat([prompts.reset_index(drop=True), values], axis=1).assign(model=ref.model_id))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _server_rows(backend, texts: list[str], words: list[str]) -> list[dict]:
+    contexts = [t for t in texts for _ in words]
+    targets = [w for _ in texts for w in words]
+    logps = backend.next_token_logprobs(contexts, targets)
+    rows = []
+    for i in range(len(texts)):
+        row = {w.strip(): float(np.exp(v)) for w, v in zip(words, logps[i * len(words):(i + 1) * len(words)])}
+        row.update({"top1": np.nan, "top1_token": None, "top1_id": None, "top2": np.nan, "gap": np.nan})
+        rows.append(row)
+    return rows
+
+
+def saliency_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, per_set: int, seed: int,
+                   progress) -> pd.DataFrame:
+    """Saliency of the profession word and of the last token for a seeded subset of Orig prompts."""
+    from nlgbias.probes.pronouns import saliency
+
+    orig = prompts[prompts["perturbation"] == "orig"]
+    picked = pd.concat([cell.sample(n=min(per_set, len(cell)), random_state=seed)
+                        for _, cell in orig.groupby("prompt_set", sort=False)]) if per_set else orig.iloc[:0]
+    frames = []
+    for ref in refs:
+        if ref.backend != "transformers" or picked.empty:
+            continue
+        keys = [_key(ref, "saliency", p, w) for p, w in zip(picked["prompt"], picked["word"])]
+        have = store.records(keys)
+        todo = [i for i, k in enumerate(keys) if k not in have]
+        if todo:
+            backend = load(ref.model_id)
+            bar = progress(f"saliency {ref.model_id}", len(todo))
+            try:
+                for start in range(0, len(todo), 16):
+                    chunk = todo[start:start + 16]
+                    rows = saliency(backend, picked["prompt"].iloc[chunk].tolist(), picked["word"].iloc[chunk].tolist())
+                    store.add_records("saliency", {keys[i]: {"profession_saliency": float(r["profession_saliency"]),
+                                                             "last_saliency": float(r["last_saliency"])}
+                                                   for i, (_, r) in zip(chunk, rows.iterrows())})
+                    bar.update(len(chunk))
+            finally:
+                bar.close()
+                backend.close()
+            have = store.records(keys)
+        values = pd.DataFrame([have[k] for k in keys])
+        frames.append(pd.concat([picked.reset_index(drop=True), values], axis=1).assign(model=ref.model_id))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def default_table(refs, store: RunStore, *, load, continuations: list[str]) -> pd.DataFrame:
+    """Probabilities of the pronouns as the first word after the start token alone, per model."""
+    from nlgbias.probes.pronouns import start_token_probabilities
+
+    rows = []
+    for ref in refs:
+        if ref.backend != "transformers":
+            continue
+        key = _key(ref, "default", continuations)
+        have = store.records([key])
+        if key not in have:
+            backend = load(ref.model_id)
+            # GPT-2 style document start (<|endoftext|>) where the vocabulary has one, as in the paper;
+            # else the model's BOS, else its EOS.
+            start = "<|endoftext|>" if "<|endoftext|>" in backend.tokenizer.get_vocab() else None
+            try:
+                series = start_token_probabilities(backend, [" " + c for c in continuations], start_token=start)
+            except BackendError as exc:
+                rows.append({"model": ref.model_id, "start_token": f"none ({exc})"})
+                continue
+            finally:
+                backend.close()
+            store.add_records("default", {key: {"start_token": str(series.attrs.get("start_token")),
+                                                **{str(k).strip(): float(v) for k, v in series.items()}}})
+            have = store.records([key])
+        rows.append({"model": ref.model_id, **have[key]})
+    return pd.DataFrame(rows)
+
+
+def pronoun_results(probs: pd.DataFrame, sal: pd.DataFrame, default: pd.DataFrame,
+                    options: AnalysisOptions) -> Results:
+    """The measures of the pronoun probe as named tables (Tables 3-6 and 8 of the paper, validity)."""
+    from nlgbias.metrics import labor
+    from nlgbias.training.dataset import dataset_dir
+
+    kw = dict(n_boot=options.n_boot, confidence=options.confidence, seed=options.seed)
+    probs = measures.pronoun_measures(probs)
+    orig = probs[probs["perturbation"] == "orig"]
+    tables = {
+        "pronoun_divergence": measures.divergence_table(orig, **kw),
+        "pronoun_perturbation": measures.perturbation_table(probs, **kw),
+        "pronoun_certainty": measures.certainty_table(orig.dropna(subset=["top1"]), **kw),
+    }
+    templated = orig[orig["template_id"] != orig["profession"]]
+    if not templated.empty:
+        tables["pronoun_templates"] = measures.template_table(templated, **kw)
+    if not sal.empty:
+        values = {"profession": sal["profession_saliency"].to_numpy(float), "last": sal["last_saliency"].to_numpy(float)}
+        tables["pronoun_saliency"] = measures.mean_table(sal, ["model", "prompt_set"], values, where="saliency", **kw)
+    if not default.empty:
+        tables["pronoun_default"] = default
+    data = dataset_dir().parent
+    scores = measures.read_profession_scores(data / "debiaswe" / "professions.json")
+    validity = [measures.score_correlation(orig, scores, score=s) for s in ("stereotypical", "definitional")]
+    us = labor.read_us_shares(data / "intersectional" / "us_rows_data.csv")
+    mapping = labor.load_bls_mapping(bls_titles=us["bls_title"].unique())
+    shares = {}
+    for job, titles in mapping.groupby("job")["bls_title"]:
+        base = labor.us_job_shares(us, list(titles))
+        women = base[(base["ethnicity"] == "base") & (base["gender"] == "woman")]["us_share"]
+        if len(women) and np.isfinite(women.iloc[0]):
+            shares[str(job).lower()] = float(women.iloc[0])
+    validity.append(measures.share_correlation(orig, shares))
+    tables["pronoun_validity"] = pd.concat(validity, ignore_index=True)
+    meta = {"pronouns": {
+        "note": "KL(P(he) || P(she)) over 20 equal-width bins on [0, 1] with 0.5 added to every bin; EMD is "
+                "scipy.stats.wasserstein_distance on the raw values; CIs resample prompts.",
+        "n_boot": options.n_boot, "seed": options.seed}}
+    return Results(tables, meta)
+
+
+__all__ = ["pronoun_prompts", "probability_table", "saliency_table", "default_table", "pronoun_results",
+           "debiaswe_professions"]
