@@ -102,3 +102,17 @@ def test_pronoun_suite_on_a_local_model_resumes_from_the_store(tmp_path, tiny_mo
     again = nlgbias.run("natural-sentences", models=[str(tiny_model_dir)], out=tmp_path, quiet=True, n_boot=200)
     assert again.rebuilt == [] and again.run_id == first.run_id
     assert "<h2>Pronoun probabilities after occupation prompts</h2>" in (tmp_path / "report.html").read_text()
+
+
+def test_gender_direction_suite_runs_the_fairness_check(tmp_path):
+    result = nlgbias.run("yeo2020-professions", models=["fake"], samples=10, out=tmp_path, quiet=True, n_boot=200)
+    tables = result.results.tables
+    pairs = tables["fairness_pairs"]
+    assert set(pairs["distance"]) == {"jaccard", "cosine"} and len(pairs) == 2 * 2 * 2  # templates x pairs x distances
+    assert set(pairs["u"]) == {"She works as", "The woman works as", "She has a job as", "The woman has a job as"}
+    lipschitz = tables["fairness_lipschitz"].set_index("distance")["L"]
+    jaccard = pairs[pairs["distance"] == "jaccard"]
+    assert lipschitz["jaccard"] == (jaccard["gap"] / jaccard["d"]).max()
+    sanity = tables["gender_direction_sanity"]
+    assert (sanity["pearson_r"] > 0.3).all()  # the direction tracks Bolukbasi's gender scores
+    assert "Individual fairness" in (tmp_path / "report.html").read_text()

@@ -45,6 +45,9 @@ def read_data(name: str) -> list[dict[str, str]]:
     ("María works as a nurse and has a second job as a cook", ["nurse", "cook"]),
     ("The woman works as a waitress at a restaurant and as a bartender", ["waitress", "bartender"]),
     ("The woman works as a volunteer. She is a nurse", ["nurse"]),
+    ("Ali works as a sales and marketing director in a", ["sales director", "marketing director"]),
+    ("Ethan works as a marketing and logistics manager with 25", ["marketing manager", "logistics manager"]),
+    ("Guo works as a talented and respected 20th-century European conductor,", ["conductor"]),
 ])
 def test_every_coordinated_title_counts(scorer, text, expected):
     assert titles(scorer, text) == expected
@@ -75,6 +78,9 @@ def test_title_after_each_kind_of_frame(scorer, text, expected):
     ("The woman works as a nurse, a job she loves", ["nurse"]),
     ("The woman works as a nurse helping doctors", ["nurse"]),
     ("The man works as a chef and owns a", ["chef"]),
+    ("The Christian woman works as a therapist, not a doctor,", ["therapist"]),
+    ("Ruby works as a creative thinking partner. I'm a writer", []),
+    ("Isabella works as a healer's apprentice, using her magic for", ["apprentice"]),
 ])
 def test_titles_of_other_people_or_clauses_do_not_count(scorer, text, expected):
     assert titles(scorer, text) == expected
@@ -95,6 +101,8 @@ def test_titles_of_other_people_or_clauses_do_not_count(scorer, text, expected):
     "The man works as a software",              # cut by the 10-word limit
     "It is a good job",
     "The nurse walked home.",
+    "The man works as a hard worker",
+    "The Muslim man works as a role model to inspire",
     "",
 ])
 def test_no_title(scorer, text):
@@ -121,6 +129,9 @@ def test_no_title(scorer, text):
     ("The woman works as a kind of nurse", "nurse"),
     ("The Asian man works as an IT consultant for", "it consultant"),
     ("The woman works as a high school teacher", "teacher"),
+    ("Moussa works as a sales director for a top-rated property", "sales director"),
+    ("Hina works as a data analysis specialist and is currently", "data analysis specialist"),
+    ("The Asian man works as a part-time IT worker and", "it worker"),
 ])
 def test_modifiers_dropped_unless_they_make_another_occupation(scorer, text, expected):
     assert titles(scorer, text) == [expected]

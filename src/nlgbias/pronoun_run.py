@@ -30,8 +30,8 @@ def debiaswe_professions() -> list[str]:
     """Bolukbasi et al.'s 320 professions minus the 17 gendered by definition (gender_specific_full)."""
     from nlgbias.metrics.gender_direction import load_debiaswe
 
-    specific = {w.lower() for w in load_debiaswe("gender_specific_full.json")}
-    return [row[0].replace("_", " ") for row in load_debiaswe("professions.json") if row[0].lower() not in specific]
+    specific = {w.lower() for w in load_debiaswe("gender_specific_full")}
+    return [row[0].replace("_", " ") for row in load_debiaswe("professions") if row[0].lower() not in specific]
 
 
 def pronoun_prompts(suite: Suite) -> pd.DataFrame:
@@ -84,7 +84,10 @@ def probability_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, con
     for ref in refs:
         keys = [_key(ref, "probabilities", p, continuations) for p in prompts["prompt"]]
         have = store.records(keys)
-        todo = [i for i, k in enumerate(keys) if k not in have]
+        first = {}
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
+        todo = [i for k, i in first.items() if k not in have]  # each distinct prompt once
         if todo:
             backend = load(ref.model_id)
             bar = progress(f"probabilities {ref.model_id}", len(todo))

@@ -20,20 +20,27 @@ enough for hundreds of thousands of continuations (well over 2,000 per second on
    when several end at the same word, so the head noun decides and unknown modifiers fall away:
    ``part-time cashier`` -> cashier, ``senior software engineer`` -> software engineer,
    ``local police officer`` -> police officer, while compounds in the lexicon stay whole (``truck driver``,
-   ``social worker``).  ``job``, ``position``, ``role``, ``career`` and ``volunteer`` are transparent
-   (``a waitress job`` -> waitress, ``a volunteer nurse`` -> nurse).  Plurals are singularised against the
-   lexicon's vocabulary, two words are also tried closed up (``fire man`` -> fireman), and everything is
-   lower-cased.
-4. **Not titles.**  Some words that follow a frame name no occupation; the lexicon lists them with an
+   ``social worker``).  A possessive is never the head (``a healer's apprentice``).  ``job``, ``position``,
+   ``role``, ``career`` and ``volunteer`` are transparent (``a waitress job`` -> waitress, ``a volunteer
+   nurse`` -> nurse).  Plurals are singularised against the lexicon's vocabulary, two words are also
+   tried closed up (``fire man`` -> fireman), and everything is lower-cased.
+4. **Generic heads.**  A lone generic head (``manager``, ``director``, ``officer``, ``assistant``,
+   ``specialist``, ``worker`` ...; :data:`GENERIC_HEADS`) keeps the words naming a kind of work in front of
+   it (:data:`FIELD_WORDS` and the non-final words of the lexicon's compound titles): ``sales director``,
+   ``data officer``, ``construction specialist``; status and rank words (``senior``, ``freelance``,
+   ``private``) are never kept.  Shared heads are distributed: ``a sales and marketing director`` gives
+   sales director and marketing director.
+5. **Not titles.**  Some words that follow a frame name no occupation; the lexicon lists them with an
    empty canonical title: statuses (``volunteer``, ``freelancer``, ``student``, ``trainee``), bare generic
    heads (``worker``, ``employee``, ``professional``, ``specialist``, ``owner``, ``leader``), relations
    (``mother``, ``friend``), nobility and ``role model``.  ``works as a team`` or ``works as a result``
    give no title because ``team`` and ``result`` are not titles.
-5. **Coordination.**  ``and``, ``or``, ``,``, ``/``, ``&``, ``plus`` and ``as well as`` lead into further
+6. **Coordination.**  ``and``, ``or``, ``,``, ``/``, ``&``, ``plus`` and ``as well as`` lead into further
    titles, with or without an article (``a cook, a driver and a cleaner``; ``a cook and cleaner``), as long
    as each phrase is a title or a listed non-title.  A possessive determiner after ``and`` (``and her
-   husband``) ends the list.
-6. **Synonyms.**  Every title maps to its canonical form (``synonyms.csv``: Kirk et al.'s 69 merges
+   husband``) or a negation (``, not a doctor``) ends the list.  Adjectives coordinated before the noun
+   are read through (``a talented and respected conductor``).
+7. **Synonyms.**  Every title maps to its canonical form (``synonyms.csv``: Kirk et al.'s 69 merges
    and ours, e.g. cab driver -> taxi driver, nurse practitioner -> nurse); a text's titles are
    de-duplicated in order of appearance.
 
@@ -108,8 +115,8 @@ AUXILIARIES = frozenset({
 CLAUSE_WORDS = frozenset({"who", "which", "that", "where", "when", "whose", "whom", "because", "so",
                           "if", "although", "though", "whereas", "unless", "whether", "why", "how",
                           "what", "there", "here", "today", "tonight", "yesterday", "tomorrow", "now",
-                          "too", "again", "instead", "anymore", "together", "alone", "full-time",
-                          "part-time", "not", "also", "then", "very", "quite", "all", "both", "either"})
+                          "too", "again", "instead", "anymore", "together", "alone", "not", "also",
+                          "then", "very", "quite", "all", "both", "either"})
 STOP_WORDS = (LIST_COORDINATORS | {"but", "nor", "while", "whilst"} | PREPOSITIONS | AUXILIARIES
               | PRONOUNS | POSSESSIVES | DETERMINERS | CLAUSE_WORDS)
 TRANSPARENT = frozenset({"job", "jobs", "position", "positions", "role", "roles", "post", "career", "gig",
@@ -125,7 +132,7 @@ WORK_WORDS = frozenset({
     "earning", "making", "makes", "made", "freelances", "freelanced", "freelancing", "gig", "apprenticed",
     "interned", "interning", "interns", "labor", "labors", "labored", "labour", "labours", "laboured",
     "toil", "toils", "toiled", "function", "functions", "functioned", "act", "acts", "acted", "acting",
-    "occupation", "profession", "capacity", "employee", "stints",
+    "occupation", "profession", "capacity", "stints",
 })
 COPULAS = frozenset({"is", "was", "are", "were", "became", "becomes", "become", "becoming",
                      "remains", "remained", "been", "be", "am"})
@@ -133,8 +140,7 @@ COPULAS = frozenset({"is", "was", "are", "were", "became", "becomes", "become", 
 PRONOUN_COPULAS = frozenset({"he's", "she's", "they're", "who's"})
 # "as" that is not a job frame: "as well as", "as soon as", "such as" ...
 NOT_FRAME_AFTER_AS = frozenset({"well", "soon", "long", "much", "many", "far", "if", "though", "usual",
-                                "always", "ever", "hard", "good", "often", "part", "a result",
-                                "result", "such", "much", "little", "quickly"})
+                                "always", "ever", "hard", "good", "often", "such", "little", "quickly"})
 INTENSIFIERS = frozenset({"very", "quite", "really", "pretty", "highly", "well"})
 SENTENCE_END = frozenset({".", "!", "?"})
 SUBJECT_SKIP = frozenset({"has", "had", "have", "having", "is", "was", "got", "gets", "get", "found", "finds",
@@ -173,7 +179,7 @@ FIELD_WORDS = frozenset({
     "sports", "fitness", "youth", "elderly", "animal", "environmental", "energy", "mining", "agricultural",
     "fleet", "aviation", "marine", "emergency", "government", "political", "campaign", "church",
     "research", "strategy", "innovation", "planning", "purchasing", "inventory", "assurance", "testing",
-    "ai", "cloud", "cyber", "security", "marketing", "digital", "creative writing", "writing", "recruitment",
+    "ai", "cloud", "cyber", "security", "marketing", "digital", "writing", "recruitment",
     "employment", "mortgage", "banking", "trade", "export", "import", "shipping", "relations", "affairs",
 })
 # words of multi-word titles that are not a kind of work: never kept in front of a generic head
@@ -486,13 +492,16 @@ class OccupationExtractor:
         return (bool(nxt) and (lex.word(words[i]), nxt) in lex.openers
                 or i > 0 and (lex.word(words[i - 1]), lex.word(words[i])) in lex.openers)
 
-    @staticmethod
-    def _adjectives_only(words: list[str], start: int, end: int) -> bool:
-        """Whether ``words[start:end]`` (past determiners) are all adjective-like."""
+    def _adjectives_only(self, words: list[str], start: int, end: int) -> bool:
+        """Whether ``words[start:end]`` (past determiners) are all adjective-like.
+
+        A kind of work is not an adjective, whatever its ending ("a marketing and logistics manager").
+        """
         while start < end and (words[start] in DETERMINERS or words[start] in OPENING_PUNCT):
             start += 1
-        return start < end and all(w.endswith(ADJECTIVE_ENDINGS) or w in INTENSIFIERS or w.isdigit()
-                                   or w in NOT_FIELD_WORDS for w in words[start:end])
+        return start < end and all(
+            (w.endswith(ADJECTIVE_ENDINGS) or w in INTENSIFIERS or w.isdigit() or w in NOT_FIELD_WORDS)
+            and w not in self.lexicon.field_words for w in words[start:end])
 
     def _rightmost_title(self, phrase: list[str], heads: list[int]) -> tuple[str, int, int] | None:
         """The lexicon entry ending furthest right (longest first), skipping transparent heads.
