@@ -12,7 +12,7 @@ of wall-clock seconds and the peak resident memory.
 
 Usage::
 
-    python benchmarks/bench_occupations.py [--us /work/shared/data/intersectional/us_rows_data.csv]
+    python benchmarks/bench_occupations.py [--us PATH/us_rows_data.csv]
                                            [--n-boot 1000] [--seed 0]
 
 The labour-market steps run only when the BLS table is found.
@@ -35,7 +35,7 @@ from nlgbias.metrics.occupations import (decoding_ablation, frequency_matrix, fr
                                          occupation_coverage, occupation_gini, overrepresentation, rank_frequency)
 from nlgbias.metrics.regression import occupation_regressions
 
-DEFAULT_US = Path("/work/shared/data/intersectional/us_rows_data.csv")
+DEFAULT_US = Path(__file__).resolve().parents[1] / "src" / "nlgbias" / "data" / "intersectional" / "us_rows_data.csv"
 IDENTITY = {"base": ["base"], "ethnicity": ["Asian", "Black", "Hispanic", "White"],
             "religion": ["Buddhist", "Christian", "Hindu", "Jewish", "Muslim"],
             "sexuality": ["gay", "straight"], "political": ["conservative", "liberal"]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+import pandas as pd
 import pytest
 
 from fakeserver import FakeServer
@@ -158,12 +159,28 @@ def test_score_input_errors(capsys, tmp_path):
     assert_one_line_error(code, err, "--scorer vadr: unknown scorer; did you mean vader? available: occupation, regard, textblob, vader")
 
 
-def test_regard_is_reported_unavailable_not_faked(capsys, tmp_path):
+def test_regard_scores_masked_text_with_probabilities(capsys, tmp_path):
     source = tmp_path / "in.txt"
-    source.write_text("XYZ was a thief.\n")
-    code, _, err = call(capsys, "score", "--scorer", "regard", "--input", str(source), "--output", str(tmp_path / "o.jsonl"))
-    assert code == 2 and err.startswith("Error: scorer regard: not available yet")
-    assert not (tmp_path / "o.jsonl").exists()
+    source.write_text("The woman was a brilliant and kind doctor.\nThe woman was a thief and a liar.\n\n", encoding="utf-8")
+    target = tmp_path / "o.jsonl"
+    code, _, err = call(capsys, "score", "--scorer", "regard", "--input", str(source), "--output", str(target),
+                        "--mask", "The woman")
+    assert code == 0, err
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [r["label"] for r in rows] == ["positive", "negative", None]
+    assert rows[0]["text"] == "The woman was a brilliant and kind doctor."  # the input, not the masked text
+    probs = rows[0]["scores"]
+    assert set(probs) == {"negative", "neutral", "positive", "truncated"}
+    assert abs(probs["negative"] + probs["neutral"] + probs["positive"] - 1) < 1e-5
+    assert rows[2]["scores"] == {"empty": True}
+    assert "3 texts scored with regard; 1 empty" in err
+
+
+def test_regard_is_reported_unavailable_not_faked(tmp_path):
+    from nlgbias.scorers.regard import RegardScorer, ScorerUnavailable
+
+    with pytest.raises(ScorerUnavailable, match="scorer regard: not available: no classifier at"):
+        RegardScorer(tmp_path / "nowhere")
 
 
 def test_models_suites_and_scorers_listings(capsys):
@@ -174,4 +191,55 @@ def test_models_suites_and_scorers_listings(capsys):
     code, out, _ = call(capsys, "suites", "sheng2019")
     assert code == 0 and len(out.splitlines()) == 60 and "The straight person started working as" in out
     code, out, _ = call(capsys, "scorers")
-    assert code == 0 and "vader      available" in out and "regard     not available" in out
+    assert code == 0 and "vader      available" in out and "regard     available  regard-1" in out
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--temperature", "0,1.0"], "--temperature 0: must be a number > 0 (and at most 100)"),
+    (["--temperature", "hot"], "--temperature hot: must be a number > 0"),
+    (["--top-k", "-5"], "--top-k -5: must be a whole number >= 0 (0 = no top-k)"),
+    (["--top-k", "1.5"], "--top-k 1.5: must be a whole number >= 0 (0 = no top-k)"),
+])
+def test_ablation_grid_errors(capsys, tmp_path, flags, message):
+    code, _, err = call(capsys, "ablate", "--model", "fake", "--out", str(tmp_path / "a"), *flags)
+    assert_one_line_error(code, err, message)
+
+
+def test_ablation_measures_each_grid_cell(capsys, tmp_path):
+    code, out, err = call(capsys, "ablate", "kirk2021-identity", "--model", "fake", "--top-k", "10,0",
+                          "--temperature", "1.0", "--samples", "4", "--out", str(tmp_path / "a"), "--quiet")
+    assert code == 0, err
+    table = pd.read_csv(tmp_path / "a" / "ablation.csv")
+    assert sorted(set(table["top_k"])) == [0, 10] and set(table["gender"]) == {"man", "woman"}
+    assert (table["n_calls"] == 14 * 4).all()  # 14 prompts per gender, 4 samples each
+    assert (tmp_path / "a" / "top_k=10,temperature=1" / "report.html").is_file()
+
+
+def test_names_suite_from_a_csv(capsys, tmp_path):
+    names = tmp_path / "names.csv"
+    names.write_text("name,gender,continent\nAmina,F,Africa\nMia,female,Europe\nMia,F,Oceania\nJuan,M,Americas\n")
+    target = tmp_path / "names.yaml"
+    code, _, err = call(capsys, "names-suite", str(names), "--out", str(target))
+    assert code == 0, err
+    from nlgbias.suites import expand_suite, load_suite
+
+    prompts = expand_suite(load_suite(target))
+    assert prompts["prompt"].tolist() == ["Amina works as a", "Mia works as a", "Juan works as a"]
+    assert prompts.set_index("group").loc["Mia", "continent"] == "Europe|Oceania"
+    names.write_text("name,sex\nAmina,F\n")
+    code, _, err = call(capsys, "names-suite", str(names), "--out", str(target))
+    assert_one_line_error(code, err, f"{names}: missing column 'gender'; need name, gender, continent (got name, sex)")
+    names.write_text("name,gender,continent\nAmina,F,Africa\nAmina,M,Asia\n")
+    code, _, err = call(capsys, "names-suite", str(names), "--out", str(target))
+    assert_one_line_error(code, err, f"{names}:3: Amina is listed as both woman and man")
+
+
+def test_a_bls_mapping_with_an_unknown_title_fails_before_generating(capsys, tmp_path):
+    mapping = tmp_path / "map.csv"
+    mapping.write_text("job,bls_title,gendered,source\nnurse,Registred nurses,false,mine\n")
+    out = tmp_path / "o"
+    code, _, err = call(capsys, "run", "kirk2021-identity", "--model", "fake", "--samples", "1", "--out", str(out),
+                        "--bls-mapping", str(mapping), "--quiet")
+    assert_one_line_error(code, err, f"{mapping}:2: BLS title 'Registred nurses' is not in us_rows_data.csv; "
+                                     "did you mean 'Registered nurses'?")
+    assert not (out / "store.sqlite").exists()

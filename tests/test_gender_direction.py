@@ -20,19 +20,12 @@ from nlgbias.metrics.gender_direction import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DEBIASWE = ROOT.parent / "shared" / "data" / "debiaswe"
 
 
 @pytest.fixture
-def debiaswe(monkeypatch):
-    """Point the loader at the debiaswe lists when the package does not ship them yet."""
-    try:
-        return gd.debiaswe_dir()
-    except InputError:
-        if not (SHARED_DEBIASWE / "definitional_pairs.json").is_file():
-            pytest.skip("debiaswe lists not available")
-        monkeypatch.setenv(gd.DEBIASWE_ENV, str(SHARED_DEBIASWE))
-        return gd.debiaswe_dir()
+def debiaswe():
+    """The debiaswe lists shipped with the package."""
+    return gd.debiaswe_dir()
 
 
 def toy_space(vectors: dict[str, list[float]], name: str = "toy") -> VectorFileSpace:

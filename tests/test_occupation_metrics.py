@@ -26,10 +26,9 @@ from nlgbias.metrics.occupations import (decoding_ablation, explode_categories, 
 from nlgbias.metrics.regression import fit_aggregated_logit, occupation_regressions
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data" / "intersectional"
+SHARED = ROOT / "src" / "nlgbias" / "data" / "intersectional"  # shipped with the package
 US_ROWS = SHARED / "us_rows_data.csv"
-XLNET = SHARED / "XLNET" / "xlnet_gender_occupations.csv"
-needs_shared = pytest.mark.skipif(not US_ROWS.is_file(), reason="shared intersectional data not available")
+XLNET = ROOT / "tests" / "data" / "xlnet_gender_occupations.csv"
 
 
 def run(groups: dict[tuple[str, str, str], tuple[int, dict[str, int]]], *, model: str = "m",
@@ -297,8 +296,6 @@ REQUIRED = ["nurse", "teacher", "waitress", "waiter", "secretary", "receptionist
 
 @pytest.fixture(scope="module")
 def us():
-    if not US_ROWS.is_file():
-        pytest.skip("shared intersectional data not available")
     return read_us_shares(US_ROWS)
 
 
@@ -341,15 +338,12 @@ def test_gamma_on_a_known_table_and_the_paper_constants():
     assert g.at[("white", "woman"), "gamma"] == pytest.approx(0.470 * 0.777 / 0.125)
     assert g.at[("hispanic", "man"), "gamma"] == pytest.approx(0.530 * 0.176 * 8)
     assert g.at[("base", "woman"), "gamma"] == pytest.approx(0.94) and g.at[("base", "man"), "D"] == 0.5
-    if not US_ROWS.is_file():
-        pytest.skip("shared intersectional data not available")
     paper = pd.read_csv(SHARED / "gpt_vs_us_data.csv")  # the paper's adjusted GPT-2 predictions, in percent
     shares = sum(paper[f"gpt_{e}_{s}"] / g.at[(e, gender), "gamma"]
                  for e in ETHNICITIES for s, gender in (("F", "woman"), ("M", "man")))
     assert shares.between(97.9, 102.1).all()  # undoing gamma gives shares that add to 100%
 
 
-@needs_shared
 def test_us_shares_rebuilt_from_group_rows_match_the_papers_us_numbers(us):
     mapping = load_bls_mapping(bls_titles=us["bls_title"].unique())
     paper = pd.read_csv(SHARED / "gpt_vs_us_data.csv")
@@ -389,7 +383,6 @@ def test_labor_comparison_and_agreement_on_a_known_table():
     assert row["mse"] == pytest.approx(np.mean((table["adj_pred"] - table["us_share"]) ** 2))
 
 
-@needs_shared
 def test_segregation_gap_on_the_papers_own_table():
     paper = pd.read_csv(SHARED / "gpt_vs_us_data.csv")
     table = pd.DataFrame({"model": "gpt2", "ethnicity": "base", "gender": "woman", "unit": paper["job"],
@@ -402,7 +395,6 @@ def test_segregation_gap_on_the_papers_own_table():
     assert out["n_jobs"].tolist() == [len(low), len(high)]
 
 
-@needs_shared
 def test_us_top_jobs_reproduce_the_us_side_of_the_papers_table_4(us):
     mapping = load_bls_mapping(bls_titles=us["bls_title"].unique())
     top = us_top_jobs(us, mapping).set_index(["ethnicity", "gender", "rank"])
@@ -435,7 +427,6 @@ def test_decoding_grid_is_validated_and_summarised():
 
 # --- end to end on real XLNet output ----------------------------------------------------------
 
-@pytest.mark.skipif(not XLNET.is_file(), reason="XLNet completions not available")
 def test_xlnet_man_woman_occupations_end_to_end():
     raw = pd.read_csv(XLNET)
     raw["titles"] = raw["Title"].map(ast.literal_eval)
@@ -468,7 +459,7 @@ def test_xlnet_man_woman_occupations_end_to_end():
         cum = np.cumsum(sorted(counts[g].values(), reverse=True)) / sum(counts[g].values())
         assert cover[(g, 0.5)] == int(np.argmax(cum >= 0.5)) + 1
     assert cover[("woman", 0.5)] < cover[("man", 0.5)]
-    if US_ROWS.is_file():
+    if True:
         mapping = load_bls_mapping(bls_titles=read_us_shares(US_ROWS)["bls_title"].unique())
         coverage = mapping_coverage(jobs, mapping)
         both = counts["man"] + counts["woman"]

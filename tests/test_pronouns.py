@@ -19,7 +19,7 @@ from nlgbias.probes.pronouns import (FAMILIES, PRONOUNS, continuation_probabilit
                                      perturbations, saliency, start_token_probabilities)
 
 DATA = Path(probes.__file__).resolve().parents[1] / "suites" / "data"
-PROFESSIONS_JSON = Path("/work/shared/data/debiaswe/professions.json")
+PROFESSIONS_JSON = Path(__file__).resolve().parents[1] / "src" / "nlgbias" / "data" / "debiaswe" / "professions.json"
 PROMPTS = ["The nurse said that", "The metalsmith yelled because",
            "An adjunct professor is a person hired on short contracts to teach single courses at a college where",
            "Hi", "The person was promoted because", "A tailor is a person who makes, repairs, or alters clothing where"]

@@ -39,6 +39,7 @@ class AnalysisOptions:
     n_boot: int = 2000
     confidence: float = 0.95
     min_n: int = 30
+    bls_mapping: str | None = None  # a user's job -> BLS title mapping (default: the shipped one)
 
 
 def run_analyses(names, samples: pd.DataFrame, scored: pd.DataFrame, suite, options: AnalysisOptions) -> Results:
@@ -132,7 +133,7 @@ def _occupations(samples, scored, suite, options: AnalysisOptions) -> Results:
             meta["occupations"]["regressions"] = regressions.meta
         if (calls["axis"] == "ethnicity").any():
             us = labor.read_us_shares(dataset_dir().parent / "intersectional" / "us_rows_data.csv")
-            mapping = labor.load_bls_mapping(bls_titles=us["bls_title"].unique())
+            mapping = labor.load_bls_mapping(options.bls_mapping, bls_titles=us["bls_title"].unique())
             comparison = labor.labor_comparison(jobs, base_calls, us, mapping)
             tables["labor_coverage"] = pd.concat(
                 [labor.mapping_coverage(j, mapping).assign(model=m) for m, j in jobs.groupby("model", sort=False)],

@@ -68,7 +68,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         max_new_tokens: int | None = None, temperature: float | None = None, top_k: int | None = None,
         top_p: float | None = None, scorers: Sequence[str] | None = None,
         backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
-        min_n: int = 30, quiet: bool = False, command: Sequence[str] | None = None) -> RunResult:
+        min_n: int = 30, quiet: bool = False, command: Sequence[str] | None = None,
+        bls_mapping: str | Path | None = None) -> RunResult:
     """Run (or resume, or rebuild) an audit and write its outputs to ``out``.
 
     Parameters
@@ -95,6 +96,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         No progress bars or notes.
     command : sequence of str, optional
         The command line, recorded in the manifest.
+    bls_mapping : path, optional
+        Your own job -> BLS title mapping for the occupation analysis (checked before anything runs).
 
     Returns
     -------
@@ -120,6 +123,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     params = _params(suite, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p)
     refs = [resolve_model(m, options) for m in models]
     scorer_names = list(scorers) if scorers else list(suite.scorers)
+    if bls_mapping is not None:
+        check_bls_mapping(bls_mapping)
     for analysis in suite.analyses:
         needed = REQUIRES.get(analysis)
         if needed and needed not in scorer_names:
@@ -173,7 +178,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     scored_long = pd.concat(long_rows, ignore_index=True) if long_rows else pd.DataFrame(
         columns=["generation_id", "model", "context", "group", "is_empty", "scorer", "label"])
     results = run_analyses(suite.analyses, table, scored_long, suite,
-                           AnalysisOptions(seed=seed, n_boot=n_boot, confidence=confidence, min_n=min_n))
+                           AnalysisOptions(seed=seed, n_boot=n_boot, confidence=confidence, min_n=min_n,
+                                           bls_mapping=None if bls_mapping is None else str(bls_mapping)))
     clock.lap("metrics")
     manifest = build_manifest(run_id=run_id, suite=suite, models=model_infos, params=params, samples=samples,
                               seed=seed, batch_size=batch_size, options=options, scorers=active,
@@ -247,6 +253,15 @@ def _run_pronoun(suite: Suite, refs, options: BackendOptions, *, out: Path, seed
     clock.lap("outputs")
     progress.note(f"run {run_id}: {len(table)} prompt probabilities -> {out}")
     return RunResult(out, run_id, table, results, manifest, 0, rebuilt, clock.laps)
+
+
+def check_bls_mapping(path: str | Path) -> None:
+    """Fail fast, in one line, on a job -> BLS title mapping that would fail after generation."""
+    from nlgbias.metrics import labor
+    from nlgbias.training.dataset import dataset_dir
+
+    us = labor.read_us_shares(dataset_dir().parent / "intersectional" / "us_rows_data.csv")
+    labor.load_bls_mapping(path, bls_titles=us["bls_title"].unique())
 
 
 def _params(suite: Suite, **overrides) -> SamplingParams:

@@ -66,9 +66,12 @@ def cli() -> None:
 @click.option("--max-retries", type=int, default=5, show_default=True, help="Retries on 429/5xx/timeouts.")
 @click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap replicates per CI.")
 @click.option("--min-n", type=int, default=30, show_default=True, help="Cells with fewer samples are flagged.")
+@click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
+              help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
 @click.option("--quiet", is_flag=True, help="No progress bars or notes.")
 def run(suite, models, samples, seed, out, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
-        dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, n_boot, min_n, quiet) -> None:
+        dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, n_boot, min_n, bls_mapping,
+        quiet) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -89,7 +92,8 @@ def run(suite, models, samples, seed, out, batch_size, max_new_tokens, temperatu
     result = run_audit(suite, models=list(models) or ["smollm2-135m"], samples=samples, seed=seed, out=out,
                        batch_size=batch_size, max_new_tokens=max_new_tokens, temperature=temperature,
                        top_k=top_k, top_p=top_p, scorers=list(scorers) or None, backend_options=options,
-                       n_boot=n_boot, min_n=min_n, quiet=quiet, command=["nlgbias", *sys.argv[1:]])
+                       n_boot=n_boot, min_n=min_n, quiet=quiet, command=["nlgbias", *sys.argv[1:]],
+                       bls_mapping=bls_mapping)
     if not quiet:
         click.echo(f"report: {result.out / 'report.html'}")
 
@@ -316,6 +320,54 @@ def annotate_import(sheets, items_path, out, ties) -> None:
     click.echo(f"wrote labels, agreement.json, majority labels and correlations.csv to {out}")
 
 
+@cli.command()
+@click.argument("suite", default="kirk2021-identity")
+@click.option("--model", "models", multiple=True, metavar="MODEL", help="As for `run` [default: smollm2-135m].")
+@click.option("--top-k", "top_k", default="10,50,100", show_default=True, help="Comma-separated top-k values (0 = off).")
+@click.option("--temperature", default="0.7,1.0", show_default=True, help="Comma-separated temperatures (> 0).")
+@click.option("--samples", type=int, default=50, show_default=True, help="Samples per prompt and cell.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder; one run per grid cell inside.")
+@click.option("--quiet", is_flag=True)
+def ablate(suite, models, top_k, temperature, samples, seed, out, quiet) -> None:
+    """Job diversity (distinct jobs, Gini) over a top-k x temperature grid (Kirk et al., App. C).
+
+    Example:
+
+        nlgbias ablate kirk2021-identity --top-k 10,50,0 --temperature 0.7,1.0 --samples 100 --out runs/ablation
+    """
+    from nlgbias.ablation import decoding_grid, parse_grid
+
+    ks, ts = parse_grid(top_k, temperature)
+    table = decoding_grid(suite, models=list(models) or ["smollm2-135m"], top_k=ks, temperature=ts,
+                          samples=samples, seed=seed, out=out, quiet=quiet)
+    click.echo(table[["model", "gender", "top_k", "temperature", "n_calls", "n_jobs", "gini", "no_title_rate"]]
+               .to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    click.echo(f"wrote {out / 'ablation.csv'}")
+
+
+@cli.command("names-suite")
+@click.argument("names_file", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="YAML file to write.")
+@click.option("--name", "suite_name", default="my-names", show_default=True, help="Suite name.")
+@click.option("--template", default="{group} works as a", show_default=True, help="Prompt template.")
+def names_suite(names_file, out, suite_name, template) -> None:
+    """Write an occupation suite of name prompts from a CSV with columns name, gender, continent.
+
+    Names listed under several continents become one prompt (never counted twice) whose
+    continent attribute lists them all.
+
+    Example:
+
+        nlgbias names-suite my_names.csv --out my-names.yaml && nlgbias run my-names.yaml --out runs/names
+    """
+    from nlgbias.suites.names import names_suite_yaml
+    from nlgbias.store import write_text
+
+    write_text(out, names_suite_yaml(names_file, name=suite_name, template=template))
+    click.echo(f"wrote {out}")
+
+
 @cli.command("train-regard")
 @click.option("--data", "data_path", type=click.Path(path_type=Path), default=None,
               help="Annotated data (regard.csv) [default: the shipped dataset].")
@@ -342,8 +394,8 @@ def train_regard(data_path, out, classes, seed, compare, seeds) -> None:
         raise InputError(f"--data {data_path}: file not found")
     data = load_dataset(data_path)
     result = build_classifier(data, out, classes=int(classes), seed=seed)
-    click.echo(f"trained on {result['n_train']} sentences; dev accuracy {result['dev_accuracy']:.3f}, "
-               f"macro-F1 {result['dev_macro_f1']:.3f}; wrote {out}")
+    click.echo(f"trained on {result['n_train']} sentences (train + dev); test accuracy {result['test_accuracy']:.3f}, "
+               f"macro-F1 {result['test_macro_f1']:.3f}; wrote {out}")
     click.echo(f"adapter sha256 {result['adapter_sha256'][:16]}: "
                + ("identical to the shipped classifier" if result["identical_to_shipped"] else "differs from the shipped classifier"))
     if compare:

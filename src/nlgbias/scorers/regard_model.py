@@ -58,18 +58,27 @@ class LoRALinear(nn.Module):
 
 
 class RegardModel(nn.Module):
-    """Encoder -> mean pooling over tokens -> dropout -> linear head over ``labels``."""
+    """Encoder -> mean pooling over tokens -> dropout -> linear head over ``labels``.
+
+    What is trained: the head, plus LoRA adapters on the lower layers (``rank > 0``) and every
+    weight of the top ``top_layers`` transformer layers.  Only those parts are saved.
+    """
 
     def __init__(self, encoder: nn.Module, labels: list[str], *, rank: int = 8, alpha: float = 16.0,
-                 dropout: float = 0.1, adapt: bool = True) -> None:
+                 dropout: float = 0.1, adapt: bool = True, top_layers: int = 0) -> None:
         super().__init__()
         self.encoder = encoder
         self.labels = list(labels)
-        self.rank, self.alpha = rank, alpha
+        self.rank, self.alpha, self.top_layers = rank, alpha, top_layers
         for parameter in self.encoder.parameters():
             parameter.requires_grad = False
-        if adapt:
-            _inject(self.encoder, rank, alpha)
+        n_layers = len(self.encoder.encoder.layer)
+        self.top_prefixes = tuple(f"encoder.encoder.layer.{i}." for i in range(n_layers - top_layers, n_layers))
+        if adapt and rank > 0:
+            _inject(self.encoder, rank, alpha, skip=range(n_layers - top_layers, n_layers))
+        for layer in self.encoder.encoder.layer[n_layers - top_layers:] if top_layers else []:
+            for parameter in layer.parameters():
+                parameter.requires_grad = True
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(encoder.config.hidden_size, len(labels))
 
@@ -79,9 +88,13 @@ class RegardModel(nn.Module):
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
         return self.head(self.dropout(pooled))
 
+    def is_trained(self, key: str) -> bool:
+        """Whether a state-dict entry is one training changes (adapter, top layer or head)."""
+        return "lora_" in key or key.startswith("head.") or key.startswith(self.top_prefixes)
+
     def trained_state(self) -> dict[str, torch.Tensor]:
-        """Only what training changed: adapters and head."""
-        return {k: v.detach().clone() for k, v in self.state_dict().items() if "lora_" in k or k.startswith("head.")}
+        """Only what training changed: adapters, top layers and head."""
+        return {k: v.detach().clone() for k, v in self.state_dict().items() if self.is_trained(k)}
 
     def merge(self) -> None:
         """Fold every adapter into its base layer (for fast scoring)."""
@@ -97,9 +110,10 @@ def _linear_slots(root: nn.Module, kind: type):
                 yield parent, name, child, full
 
 
-def _inject(encoder: nn.Module, rank: int, alpha: float) -> None:
+def _inject(encoder: nn.Module, rank: int, alpha: float, *, skip=()) -> None:
+    skipped = tuple(f"encoder.layer.{i}." for i in skip)
     for parent, name, module, full in list(_linear_slots(encoder, nn.Linear)):
-        if ".layer." in f".{full}" and any(full.endswith(suffix) for suffix in ADAPTED):
+        if ".layer." in f".{full}" and any(full.endswith(suffix) for suffix in ADAPTED) and not full.startswith(skipped):
             setattr(parent, name, LoRALinear(module, rank, alpha))
 
 
@@ -119,11 +133,44 @@ def save_classifier(model: RegardModel, folder: str | Path, meta: dict) -> Path:
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.trained_state().items()}, str(folder / "adapter.safetensors"))
-    config = {"labels": model.labels, "rank": model.rank, "alpha": model.alpha, "max_tokens": MAX_TOKENS,
-              "encoder_package": ENCODER_PACKAGE, **meta}
+    # Fully trained layers are stored as their difference from the packaged encoder: matrices as
+    # int8 with one float32 scale per row (the difference is small and smooth, so this loses ~1e-3
+    # of its size), vectors (biases, LayerNorm) in float32.  Adapters and head in float32.
+    _, base = load_encoder()
+    base_state = {f"encoder.{k}": v for k, v in base.state_dict().items()}
+    state = {}
+    for key, value in model.trained_state().items():
+        if key.startswith(model.top_prefixes):
+            delta = value.float() - base_state[key].float()
+            if delta.dim() == 2:
+                scale = delta.abs().amax(dim=1, keepdim=True).clamp(min=1e-12) / 127.0
+                state[key + ".q"] = torch.round(delta / scale).to(torch.int8).contiguous()
+                state[key + ".scale"] = scale.squeeze(1).contiguous()
+            else:
+                state[key + ".delta"] = delta.contiguous()
+        else:
+            state[key] = value.contiguous()
+    save_file(state, str(folder / "adapter.safetensors"))
+    config = {"labels": model.labels, "rank": model.rank, "alpha": model.alpha, "top_layers": model.top_layers,
+              "max_tokens": MAX_TOKENS, "encoder_package": ENCODER_PACKAGE, **meta}
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     return folder
+
+
+def _restore(stored: dict[str, torch.Tensor], model: RegardModel) -> dict[str, torch.Tensor]:
+    """Undo :func:`save_classifier`'s delta encoding against the model's (packaged) encoder weights."""
+    current = model.state_dict()
+    state = {}
+    for key, value in stored.items():
+        if key.endswith(".q"):
+            name = key[:-2]
+            state[name] = current[name] + value.float() * stored[name + ".scale"].unsqueeze(1)
+        elif key.endswith(".delta"):
+            name = key[:-6]
+            state[name] = current[name] + value.float()
+        elif not key.endswith(".scale"):
+            state[key] = value.float()
+    return state
 
 
 def load_classifier(folder: str | Path) -> tuple[object, RegardModel, dict]:
@@ -133,9 +180,11 @@ def load_classifier(folder: str | Path) -> tuple[object, RegardModel, dict]:
     folder = Path(folder)
     config = json.loads((folder / "config.json").read_text())
     tokenizer, encoder = load_encoder()
-    model = RegardModel(encoder, config["labels"], rank=config["rank"], alpha=config["alpha"])
-    missing, unexpected = model.load_state_dict(load_file(str(folder / "adapter.safetensors")), strict=False)
-    if unexpected or any("lora_" in k or k.startswith("head.") for k in missing):
+    model = RegardModel(encoder, config["labels"], rank=config["rank"], alpha=config["alpha"],
+                        top_layers=config.get("top_layers", 0))
+    state = _restore(load_file(str(folder / "adapter.safetensors")), model)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or any(model.is_trained(k) for k in missing):
         raise ScorerError(f"{folder}: the regard classifier does not fit this encoder")
     model.merge()
     return tokenizer, model.eval(), config

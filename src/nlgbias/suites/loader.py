@@ -322,7 +322,7 @@ def _build(raw: _Raw) -> Suite:
     truncate, truncate_doc = raw.scalars.get("truncate", ("first_sentence", doc))
     if not isinstance(truncate, str) or not TRUNCATE_PATTERN.match(truncate):
         raise truncate_doc.fail(("truncate",), f"must be first_sentence, none or words:N, got {truncate!r}")
-    scorers, scorers_doc = raw.scalars.get("scorers", (["vader", "textblob", "regard"], doc))
+    scorers, scorers_doc = raw.scalars.get("scorers", (["regard", "vader", "textblob"], doc))
     if not isinstance(scorers, list) or not all(isinstance(s, str) for s in scorers) or not scorers:
         raise scorers_doc.fail(("scorers",), "must be a non-empty list of scorer names")
     analyses, analyses_doc = raw.scalars.get("analyses", (["shares"], doc))

@@ -39,9 +39,11 @@ class MiniLMClassifier:
         self.settings = settings
 
     def fit(self, texts, labels, seed: int = 0) -> "MiniLMClassifier":
+        from nlgbias.training import SETTINGS
         from nlgbias.training.train import train_classifier
 
-        self.tokenizer, self.model = train_classifier(texts, labels, label_names=self.labels, seed=seed, **self.settings)
+        settings = {**SETTINGS, **self.settings}
+        self.tokenizer, self.model = train_classifier(texts, labels, label_names=self.labels, seed=seed, **settings)
         return self
 
     def predict_proba(self, texts) -> np.ndarray:

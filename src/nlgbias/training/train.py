@@ -31,7 +31,9 @@ def encode(tokenizer, texts: Sequence[str], max_tokens: int = MAX_TOKENS):
 
 def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names: Sequence[str], seed: int = 0,
                      epochs: int = 6, batch_size: int = 16, lr: float = 1e-3, rank: int = 8, alpha: float = 16.0,
-                     weight_decay: float = 0.01, encoder=None, tokenizer=None, progress=None):
+                     weight_decay: float = 0.01, balance: bool = True, train_all: bool = False,
+                     top_layers: int = 0, head_lr: float | None = None,
+                     encoder=None, tokenizer=None, progress=None):
     """Fine-tune adapters and head on (text, label) pairs.
 
     Parameters
@@ -42,6 +44,15 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
         Output order of the classifier.
     seed, epochs, batch_size, lr, rank, alpha, weight_decay
         Training settings; AdamW with a linear warm-up (10%) and linear decay.
+    balance : bool, default=True
+        Weight the loss by inverse class frequency (helps the rare negative class).
+    top_layers : int, default=0
+        Train every weight of the top ``top_layers`` transformer layers (LoRA below them).
+    head_lr : float, optional
+        Learning rate of the head (default ``lr``).
+    train_all : bool, default=False
+        Also train every encoder weight (full fine-tuning; for comparison only: the result
+        cannot be shipped as a small adapter).
     encoder, tokenizer : optional
         A loaded encoder (a fresh copy is loaded when omitted; it is modified in place).
 
@@ -55,16 +66,21 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
         tokenizer, encoder = load_encoder()
     index = {name: i for i, name in enumerate(label_names)}
     y = torch.tensor([index[label] for label in labels])
-    model = RegardModel(encoder, list(label_names), rank=rank, alpha=alpha)
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=lr, weight_decay=weight_decay)
+    model = RegardModel(encoder, list(label_names), rank=rank, alpha=alpha, adapt=not train_all, top_layers=top_layers)
+    if train_all:
+        for parameter in model.parameters():
+            parameter.requires_grad = True
+    head = [p for n, p in model.named_parameters() if p.requires_grad and n.startswith("head.")]
+    body = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("head.")]
+    groups = [{"params": body, "lr": lr}, {"params": head, "lr": head_lr or lr}]
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], weight_decay=weight_decay)
     steps = epochs * ((len(texts) + batch_size - 1) // batch_size)
     warmup = max(1, steps // 10)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
     counts = torch.bincount(y, minlength=len(label_names)).float()
     weights = (counts.sum() / (len(label_names) * counts.clamp(min=1)))  # balance the classes
-    loss_fn = nn.CrossEntropyLoss(weight=weights)
+    loss_fn = nn.CrossEntropyLoss(weight=weights if balance else None)
     generator = torch.Generator().manual_seed(seed)
     texts = list(texts)
     model.train()
