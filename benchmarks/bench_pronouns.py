@@ -1,0 +1,53 @@
+"""Pronoun probe: batched probabilities vs one forward pass per prompt (same numbers), and saliency speed.
+
+    python benchmarks/bench_pronouns.py [--prompts 200]
+
+Uses SmolLM2-135M on the first natural-sentence and template prompts of the ``pronouns`` suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def main() -> None:
+    from nlgbias.models import load_backend, resolve_model
+    from nlgbias.probes.pronouns import PRONOUNS, continuation_probabilities, saliency
+    from nlgbias.pronoun_run import pronoun_prompts
+    from nlgbias.suites import load_suite
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--prompts", type=int, default=200)
+    parser.add_argument("--saliency-prompts", type=int, default=60)
+    args = parser.parse_args()
+    prompts = pronoun_prompts(load_suite("pronouns"))
+    prompts = prompts[prompts["perturbation"] == "orig"].groupby("prompt_set").head(args.prompts // 2)
+    texts, words = prompts["prompt"].tolist(), prompts["word"].tolist()
+    backend = load_backend(resolve_model("smollm2-135m"))
+    continuation_probabilities(backend, texts[:8], PRONOUNS)  # warm-up
+
+    start = time.perf_counter()
+    batched = continuation_probabilities(backend, texts, PRONOUNS, batch_size=32)
+    t_batched = time.perf_counter() - start
+    start = time.perf_counter()
+    single = [continuation_probabilities(backend, [t], PRONOUNS, batch_size=1) for t in texts]
+    t_single = time.perf_counter() - start
+    columns = [p.strip() for p in PRONOUNS]
+    diff = np.abs(batched[columns].to_numpy() - np.vstack([s[columns].to_numpy() for s in single])).max()
+    start = time.perf_counter()
+    saliency(backend, texts[:args.saliency_prompts], words[:args.saliency_prompts])
+    t_saliency = time.perf_counter() - start
+    print(f"| measure | value |\n|---|---|")
+    print(f"| prompts | {len(texts)} |")
+    print(f"| batched (batch 32) | {t_batched:.1f} s, {len(texts) / t_batched:.1f} prompts/s |")
+    print(f"| one forward pass per prompt | {t_single:.1f} s, {len(texts) / t_single:.1f} prompts/s |")
+    print(f"| ratio | {t_single / t_batched:.2f}x |")
+    print(f"| max abs difference of the {len(columns)} probabilities | {diff:.2e} |")
+    print(f"| saliency | {args.saliency_prompts / t_saliency:.1f} prompts/s |")
+
+
+if __name__ == "__main__":
+    main()
