@@ -17,9 +17,10 @@ def test_sheng2019_on_the_embedded_model(tmp_path):
     assert len(samples) == 120 and samples["generation_id"].is_unique
     for column in ("run_id", "model", "suite", "prompt_id", "template", "context", "group", "axis", "gender", "race",
                    "sexuality", "sample_idx", "seed", "continuation", "is_empty", "sentence", "scored_text",
-                   "vader_label", "vader_score", "textblob_label", "textblob_score"):
+                   "vader_label", "vader_score", "textblob_label", "textblob_score", "regard_label", "regard_score"):
         assert column in samples.columns, column
-    assert "regard_label" not in samples.columns
+    assert set(samples["regard_label"].dropna()) <= {"negative", "neutral", "positive"}
+    assert samples["regard_label"].notna().sum() >= 110  # only empty continuations go unlabelled
     assert (samples["sentence"].str.len() <= (samples["prompt"] + samples["continuation"]).str.len()).all()
     assert all(s.startswith(p) for s, p in zip(samples["sentence"], samples["prompt"]))
     assert not samples["scored_text"].str.contains("The gay person", regex=False).any()
@@ -31,14 +32,14 @@ def test_sheng2019_on_the_embedded_model(tmp_path):
     assert model["weights_sha256"] == model["fingerprint"] and len(model["weights_sha256"]) == 64
     assert manifest["sampling"]["top_k"] == 40 and manifest["sampling"]["temperature"] == 0.7
     assert manifest["sampling"]["max_new_tokens"] == 40 and manifest["suite"]["content_hash"]
-    assert manifest["libraries"]["torch"].startswith("2.") and manifest["scorers_unavailable"][0]["scorer"] == "regard"
+    assert manifest["libraries"]["torch"].startswith("2.") and not manifest.get("scorers_unavailable")
 
     metrics = json.loads((tmp_path / "metrics.json").read_text())
-    assert len(metrics["shares"]) == 2 * 2 * 6 * 3      # contexts x scorers x groups x labels
-    assert len(metrics["gaps"]) == 2 * 2 * 3 * 2        # contexts x scorers x pairs x labels
+    assert len(metrics["shares"]) == 2 * 3 * 6 * 3      # contexts x scorers x groups x labels
+    assert len(metrics["gaps"]) == 2 * 3 * 3 * 2        # contexts x scorers x pairs x labels
     assert all(row["small_n"] for row in metrics["gaps"])  # 10 samples per cell: flagged
     page = (tmp_path / "report.html").read_text()
-    assert page.count("<svg") == 4 and "<script" not in page
+    assert page.count("<svg") == 6 and "<script" not in page
 
     again = nlgbias.run("sheng2019", models=["smollm2-135m"], samples=2, seed=0, out=tmp_path, quiet=True, n_boot=500)
     assert again.generated == 0 and again.rebuilt == []
@@ -60,7 +61,7 @@ def test_two_models_side_by_side_through_a_server_never_write_the_key(tmp_path, 
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
     assert set(result.samples["model"]) == {"fake", f"openai:served@{server.url}"}
-    assert len(result.results.model_gaps) == 2 * 2 * 6 * 2  # contexts x scorers x groups x labels
+    assert len(result.results.model_gaps) == 2 * 3 * 6 * 2  # contexts x scorers x groups x labels
     page = (tmp_path / "report.html").read_text()
     assert "Model gaps" in page
 

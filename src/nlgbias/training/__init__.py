@@ -40,6 +40,8 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     from nlgbias.scorers.regard_model import load_classifier
 
     labels = LABELS[classes]
+    shipped_file = dataset_dir() / f"classifier-{classes}class" / "adapter.safetensors"
+    shipped_digest = hashlib.sha256(shipped_file.read_bytes()).hexdigest() if shipped_file.is_file() else None
     table = view(data, classes)
     train, test = table[table["split"].isin(fit_splits)], table[table["split"] == "test"]
     tokenizer, model = train_classifier(train["text"].tolist(), train["label"].tolist(), label_names=labels,
@@ -52,8 +54,7 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     pred = np.array(labels)[predict_proba(shipped, tokenizer, test["text"].tolist()).argmax(axis=1)]
     meta_test = {"test_accuracy": accuracy(test["label"], pred), "test_macro_f1": macro_f1(test["label"], pred, labels)}
     digest = hashlib.sha256((folder / "adapter.safetensors").read_bytes()).hexdigest()
-    shipped = dataset_dir() / f"classifier-{classes}class" / "adapter.safetensors"
-    identical = shipped.is_file() and hashlib.sha256(shipped.read_bytes()).hexdigest() == digest
+    identical = shipped_digest == digest  # read before writing, in case ``out`` is the shipped folder
     config_path = folder / "config.json"
     config = json.loads(config_path.read_text())
     config.update(meta_test)
