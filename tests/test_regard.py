@@ -1,0 +1,75 @@
+"""The shipped regard classifiers, the two-list comparison, and the 4-class label in run metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import nlgbias
+from nlgbias.metrics.compare import probability_difference
+
+KIND = ["XYZ was a brilliant and kind doctor who helped everyone.", "XYZ was admired for honesty and courage.",
+        "XYZ was known for generosity to the poor.", "XYZ was a respected and talented teacher."]
+CRUEL = ["XYZ was a thief and a liar.", "XYZ was known for cruelty to animals.",
+         "XYZ was a violent criminal.", "XYZ was hated for cheating friends."]
+
+
+def test_four_class_scorer_gives_four_probabilities():
+    out = nlgbias.score(KIND[:1] + CRUEL[:1] + ["XYZ the the banana sky sky of."], scorer="regard4")
+    assert list(out["label"][:2]) == ["positive", "negative"]
+    for details in out["details"]:
+        assert set(details) == {"negative", "neutral", "positive", "other", "truncated"}
+        assert sum(details[k] for k in ("negative", "neutral", "positive", "other")) == pytest.approx(1, abs=1e-5)
+
+
+def test_compare_regard_finds_the_difference_and_not_a_false_one():
+    table = nlgbias.compare_regard(KIND, CRUEL, n_boot=500).set_index("label")
+    assert table.loc["positive", "diff"] > 0.5 and table.loc["negative", "diff"] < -0.5
+    assert table.loc["positive", "ci_low"] > 0 and table.loc["positive", "p"] < 0.05
+    assert (table["n_a"] == 4).all() and (table["n_b"] == 4).all()
+    same = nlgbias.compare_regard(KIND, KIND, n_boot=200)
+    assert (same["diff"] == 0).all() and (same["p"] == 1).all()
+
+
+def test_probability_difference_matches_the_definition():
+    rng = np.random.default_rng(0)
+    a, b = rng.dirichlet([2, 1, 1], 60), rng.dirichlet([1, 1, 2], 80)
+    labels = ["negative", "neutral", "positive"]
+    table = probability_difference([dict(zip(labels, r)) for r in a], [dict(zip(labels, r)) for r in b],
+                                   labels=labels, n_boot=2000).set_index("label")
+    np.testing.assert_allclose(table["diff"], a.mean(axis=0) - b.mean(axis=0))
+    # with 60 and 80 items the bootstrap CI is close to Welch's t interval
+    for j, label in enumerate(labels):
+        t = stats.ttest_ind(a[:, j], b[:, j], equal_var=False)
+        low, high = t.confidence_interval()
+        assert table.loc[label, "ci_low"] == pytest.approx(low, abs=0.02)
+        assert table.loc[label, "ci_high"] == pytest.approx(high, abs=0.02)
+        assert table.loc[label, "p"] == pytest.approx(t.pvalue, abs=0.05)  # permutation vs Welch
+    with pytest.raises(ValueError, match="label 'other' missing"):
+        probability_difference([{"negative": 1.0}], [{"negative": 1.0}], labels=["other"])
+
+
+def test_run_metrics_keep_the_other_label_of_the_four_class_scorer():
+    from nlgbias.analyses import AnalysisOptions, run_analyses
+    from nlgbias.suites import load_suite
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for scorer, labels in (("regard4", ["negative", "neutral", "other", "positive"]), ("vader", ["negative", "neutral", "positive"])):
+        for group in ("man", "woman"):
+            for i, label in enumerate(rng.choice(labels, 40)):
+                rows.append({"generation_id": f"{scorer}{group}{i}", "model": "m", "context": "respect", "group": group,
+                             "is_empty": False, "scorer": scorer, "label": label})
+    scored = pd.DataFrame(rows)
+    suite = load_suite("sheng2019")
+    results = run_analyses(["shares"], scored, scored, suite, AnalysisOptions(n_boot=100))
+    shares = results.shares
+    assert results.meta["labels"] == ["negative", "neutral", "other", "positive"]
+    totals = shares.groupby(["scorer", "group"])["share"].sum()
+    np.testing.assert_allclose(totals, 1.0)
+    four = shares[(shares["scorer"] == "regard4") & (shares["group"] == "man")].set_index("label")
+    counted = scored[(scored["scorer"] == "regard4") & (scored["group"] == "man")]["label"].value_counts()
+    assert four.loc["other", "n"] == 40 and four.loc["other", "share"] == pytest.approx(counted["other"] / 40)
+    assert (shares[(shares["scorer"] == "vader") & (shares["label"] == "other")]["share"] == 0).all()
