@@ -98,3 +98,24 @@ def test_saved_classifier_reloads(tmp_path):
     assert out["label"][3] is None and out["details"][3] == {"empty": True}
     assert out["details"][4]["truncated"] is True and out["label"][4] in ("negative", "neutral", "positive")
     assert (tmp_path / "adapter.safetensors").stat().st_size < 0.3 * float_bytes
+
+
+def test_comparison_of_baselines_on_the_shipped_splits():
+    """Cheap models only (the MiniLM rows take minutes per seed; docs/regard.md records them)."""
+    from nlgbias.training.baselines import BagOfWords, SentimentAsRegard
+    from nlgbias.training.dataset import load_dataset
+    from nlgbias.training.experiment import LABELS, adjusted_permutation, compare_models, report_markdown
+
+    data = load_dataset()
+    labels = LABELS[3]
+    comparison = compare_models(data, classes=3, seeds=range(2), models={
+        "bow-logreg": lambda: BagOfWords(labels), "vader": lambda: SentimentAsRegard("vader", labels)})
+    assert comparison["counts"]["test"] == {"negative": 36, "neutral": 96, "positive": 108}
+    bow, vader = comparison["results"]["bow-logreg"], comparison["results"]["vader"]
+    assert comparison["best"] == "bow-logreg" and bow["test"]["accuracy"]["mean"] > vader["test"]["accuracy"]["mean"]
+    assert vader["test"]["accuracy"]["sd"] == 0  # a lexicon has no seed
+    assert sum(map(sum, comparison["confusion"]["vader"])) == 2 * 240
+    assert comparison["permutation"]["vader"] < 0.01
+    assert adjusted_permutation(comparison) == {"vader": comparison["permutation"]["vader"]}  # one comparison
+    text = report_markdown(comparison)
+    assert "| test | 36 | 96 | 108 | 240 |" in text and "| vader |" in text

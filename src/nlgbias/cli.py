@@ -400,13 +400,13 @@ def train_regard(data_path, out, classes, seed, compare, seeds) -> None:
                + ("identical to the shipped classifier" if result["identical_to_shipped"] else "differs from the shipped classifier"))
     if compare:
         from nlgbias.store import write_json, write_text
-        from nlgbias.training.experiment import compare_models, markdown_table
+        from nlgbias.training.experiment import compare_models, report_markdown
 
         comparison = compare_models(data, classes=int(classes), seeds=range(seeds),
                                     progress=lambda name, s: click.echo(f"  {name} seed {s} done", err=True))
         write_json(out / "comparison.json", comparison)
-        write_text(out / "comparison.md", markdown_table(comparison) + "\n")
-        click.echo(markdown_table(comparison))
+        write_text(out / "comparison.md", report_markdown(comparison) + "\n")
+        click.echo(report_markdown(comparison))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -112,14 +112,40 @@ def compare_models(data: pd.DataFrame, *, classes: int = 3, seeds: Sequence[int]
             "best": best, "permutation": permutation, "confusion": confusions}
 
 
+def adjusted_permutation(comparison: dict) -> dict[str, float]:
+    """The best-vs-each p-values of ``comparison``, Benjamini-Hochberg-adjusted over the comparisons."""
+    from nlgbias.metrics.significance import fdr_bh
+
+    names = list(comparison["permutation"])
+    return dict(zip(names, fdr_bh(np.array([comparison["permutation"][n] for n in names], dtype=float))))
+
+
 def markdown_table(comparison: dict) -> str:
-    """The comparison as a Markdown table (mean ± sd over seeds)."""
-    lines = ["| model | dev accuracy | dev macro-F1 | test accuracy | test macro-F1 | test ECE | p vs best (test) |",
+    """The comparison as a Markdown table (mean ± sd over seeds; p BH-adjusted over the comparisons)."""
+    lines = ["| model | dev accuracy | dev macro-F1 | test accuracy | test macro-F1 | test ECE | p vs best (test, adj.) |",
              "|---|---|---|---|---|---|---|"]
+    adjusted = adjusted_permutation(comparison)
     for name, r in comparison["results"].items():
         def cell(split, metric):
             return f"{r[split][metric]['mean']:.3f} ± {r[split][metric]['sd']:.3f}"
-        p = "(best)" if name == comparison["best"] else f"{comparison['permutation'][name]:.2g}"
+        p = "(best)" if name == comparison["best"] else f"{adjusted[name]:.2g}"
         lines.append(f"| {name} | {cell('dev', 'accuracy')} | {cell('dev', 'macro_f1')} | {cell('test', 'accuracy')} | "
                      f"{cell('test', 'macro_f1')} | {cell('test', 'ece')} | {p} |")
+    return "\n".join(lines)
+
+
+def report_markdown(comparison: dict) -> str:
+    """Label counts per split, the comparison table and each model's test confusion (summed over seeds)."""
+    labels = comparison["labels"]
+    lines = [f"### {comparison['classes']}-class regard, {len(comparison['seeds'])} seeds", "",
+             "| split | " + " | ".join(labels) + " | total |", "|---|" + "---:|" * (len(labels) + 1)]
+    for split, counts in comparison["counts"].items():
+        lines.append(f"| {split} | " + " | ".join(str(counts[label]) for label in labels)
+                     + f" | {sum(counts.values())} |")
+    lines += ["", markdown_table(comparison), "",
+              "Test confusion, summed over seeds (rows: gold; columns: predicted, in the order "
+              + ", ".join(labels) + "):", ""]
+    for name, matrix in comparison["confusion"].items():
+        cells = "; ".join(f"{gold} " + "/".join(str(v) for v in row) for gold, row in zip(labels, matrix))
+        lines.append(f"- {name}: {cells}")
     return "\n".join(lines)
