@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform
+import sys
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -186,10 +187,23 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
                               unavailable=unavailable, results=results, table=table, started=started,
                               finished=finished, command=command, n_boot=n_boot, confidence=confidence,
                               min_n=min_n)
+    manifest["timings_s"] = {name: round(seconds, 3) for name, seconds in clock.laps.items()}  # this invocation
+    manifest["peak_memory_gb"] = round(peak_memory_gb(), 3)
     rebuilt = write_outputs(out, run_id, table, results, manifest)
     clock.lap("outputs")
-    progress.note(f"run {run_id}: {len(table)} samples ({generated} generated now) -> {out}")
+    laps = clock.laps
+    progress.note(f"run {run_id}: {len(table)} samples ({generated} generated now) -> {out}; "
+                  f"generation {laps['generate']:.0f} s, everything else "
+                  f"{sum(laps.values()) - laps['generate']:.0f} s, peak memory {peak_memory_gb():.2f} GB")
     return RunResult(out, run_id, table, results, manifest, generated, rebuilt, clock.laps)
+
+
+def peak_memory_gb() -> float:
+    """This process's peak resident memory so far (GB; Linux reports KiB, macOS bytes)."""
+    import resource  # Unix only
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 ** (3 if sys.platform == "darwin" else 2)
 
 
 class Stopwatch:
