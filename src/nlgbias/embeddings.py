@@ -151,8 +151,10 @@ class MiniLMSpace(_CachedSpace):
         import torch
         from transformers import AutoModel, AutoTokenizer
 
+        from nlgbias.models.hf import quiet_transformers
         from nlgbias.scorers.regard_model import encoder_dir
 
+        quiet_transformers()
         self._torch = torch
         folder = Path(folder) if folder is not None else encoder_dir()
         self.tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -58,6 +58,14 @@ def folder_sha256(folder: Path) -> str:
     return digest.hexdigest()
 
 
+def quiet_transformers() -> None:
+    """Turn off transformers' own progress bars ("Loading weights"): nlgbias reports progress itself,
+    and a stray bar would break the one-line error promise."""
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+
+
 def hub_reachable(timeout: float = 3.0) -> bool:
     """Whether the Hugging Face hub (or ``HF_ENDPOINT``) answers a TCP connect quickly."""
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False"):
@@ -282,6 +290,8 @@ def _stop_ids(tokenizer, model) -> set[int]:
 def _load(source: str, *, revision: str | None):
     """(tokenizer, float32 model, weight facts) for a GGUF file, a folder or a hub id."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    quiet_transformers()
 
     path = Path(source).expanduser()
     if path.suffix == ".gguf":

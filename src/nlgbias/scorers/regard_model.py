@@ -124,6 +124,9 @@ def load_encoder():
     """(tokenizer, BertModel) from the shipped package, in float32, eval mode."""
     from transformers import AutoModel, AutoTokenizer
 
+    from nlgbias.models.hf import quiet_transformers
+
+    quiet_transformers()
     folder = encoder_dir()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     encoder = AutoModel.from_pretrained(folder, dtype=torch.float32)
