@@ -25,11 +25,11 @@ def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int, *,
                     fixed: bool = False) -> list[pd.DataFrame]:
     """Batches (per model, in plan order) of the samples the store lacks.
 
-    With ``fixed=False`` the missing samples are simply cut into batches: right for backends
-    whose samples do not depend on their batch (float32 local models, servers).  With
-    ``fixed=True`` the whole plan is cut into fixed batches and every batch with a missing
-    sample is regenerated whole, so a resumed run generates exactly the batches an
-    uninterrupted run would (needed where rounding depends on the batch, e.g. bfloat16).
+    With ``fixed=True`` (what runs use) the whole plan is cut into fixed batches and every
+    batch with a missing sample is regenerated whole (the store keeps the samples it already
+    has), so a resumed run generates exactly the batches an uninterrupted run would: a local
+    model's rounding depends on the batch's shape, and rarely that tips a near-tie between two
+    tokens.  With ``fixed=False`` only the missing samples are cut into batches.
     """
     have = store.existing_generations(plan["generation_id"])
     batches = []
