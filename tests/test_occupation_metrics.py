@@ -465,3 +465,15 @@ def test_xlnet_man_woman_occupations_end_to_end():
         both = counts["man"] + counts["woman"]
         top50 = sorted(both, key=lambda j: (-both[j], j))[:50]
         assert coverage["matched"].sum() == sum(j in set(mapping["job"]) for j in top50)
+
+
+def test_gini_interval_beside_a_long_tailed_estimate_is_flagged():
+    tail = {f"job{i}": 1 for i in range(80)}
+    jobs, calls = run({("base", "base", "man"): (400, {"clerk": 200, "nurse": 100, **tail})})
+    long_tail = occupation_gini(jobs, calls, n_boot=400, seed=0).iloc[0]
+    # singletons drop out of about 37% of replicates, which raises the replicates' Gini
+    assert long_tail["boot_mean"] > long_tail["gini"] and long_tail["gini"] < long_tail["ci_low"]
+    assert bool(long_tail["shifted"])
+    jobs, calls = run({("base", "base", "man"): (400, {"clerk": 150, "nurse": 100, "cook": 120})})
+    short_tail = occupation_gini(jobs, calls, n_boot=400, seed=0).iloc[0]
+    assert short_tail["ci_low"] <= short_tail["gini"] <= short_tail["ci_high"] and not short_tail["shifted"]

@@ -122,7 +122,7 @@ def _occupations(samples, scored, suite, options: AnalysisOptions) -> Results:
                                                 ci="basic", seed=options.seed,
                                                 reference=("man", "base") if has_base_man else ("man", calls["axis"].iloc[0]))
     base_calls = calls.drop(columns=["n_titled", "no_title_share"])
-    meta: dict = {"occupations": {"gini_ci": "basic bootstrap interval (resampling calls within each prompt group)",
+    meta: dict = {"occupations": {"gini_ci": "basic bootstrap interval, clipped to [0, 1] (resampling calls within each prompt group)",
                                   "threshold": "jobs under 0.25% of calls are left out of splits and regressions"}}
     if has_base_man and (calls["axis"] == "base").any():
         tables["occupation_gender_split"] = gender_split(jobs, base_calls, axis="base")

@@ -427,8 +427,8 @@ def _gini_table(jobs: pd.DataFrame, calls: pd.DataFrame, *, key: Sequence[str], 
                                      rng=np.random.default_rng(cell_seed(seed, where, *tkey)))
             values = _gini_rows(reps, support)
             low, high = np.nanquantile(values, [alpha, 1 - alpha])
-            if ci == "basic":
-                low, high = 2 * estimate - high, 2 * estimate - low
+            if ci == "basic":  # reflected, and clipped to the range a Gini can take
+                low, high = max(2 * estimate - high, 0.0), min(2 * estimate - low, 1.0)
             mean = float(np.nanmean(values))
         rows.append([*tkey, int(cell_calls["n_calls"].sum()), int(cell_calls["n_titled"].sum()), len(cell_jobs),
                      int((counts > 0).sum()), len(names), estimate, float(low), float(high), mean])
@@ -495,8 +495,8 @@ def occupation_gini(jobs: pd.DataFrame, calls: pd.DataFrame, *, by: Sequence[str
     confidence : float, default=0.95
     ci : {"percentile", "basic"}, default="percentile"
         Percentile interval of the replicates, or the basic (reverse-percentile) interval
-        ``[2 gini - q_high, 2 gini - q_low]``, which corrects for the shift of the replicates
-        (see Notes).
+        ``[2 gini - q_high, 2 gini - q_low]`` clipped to [0, 1], which corrects for the shift of
+        the replicates (see Notes).
     seed : int, default=0
         Each cell draws from its own seed derived from ``seed`` and the cell's key.
     reference : (gender, axis), default=("man", "base")
@@ -506,7 +506,8 @@ def occupation_gini(jobs: pd.DataFrame, calls: pd.DataFrame, *, by: Sequence[str
     -------
     pandas.DataFrame
         One row per cell: the ``by`` columns, ``n_calls, n_titled, n_mentions, n_jobs`` (distinct
-        occupations), ``support_size``, ``gini, ci_low, ci_high, boot_mean`` and ``relative``.
+        occupations), ``support_size``, ``gini, ci_low, ci_high, boot_mean``, ``relative`` and
+        ``shifted`` (the interval excludes ``gini``; see Notes).
 
     Notes
     -----
@@ -546,6 +547,9 @@ def occupation_gini(jobs: pd.DataFrame, calls: pd.DataFrame, *, by: Sequence[str
     out = _gini_table(jobs, calls, key=KEY, by=by, support=support, n_boot=n_boot, confidence=confidence,
                       seed=seed, where="occupation_gini", ci=ci)
     out["relative"] = _relative(out, by, reference)
+    # The interval excludes the plug-in estimate: the replicates' shift (sampling zeros) is larger
+    # than the interval's half-width.  The report marks such rows rather than hide it.
+    out["shifted"] = (out["gini"] < out["ci_low"]) | (out["gini"] > out["ci_high"])
     return out
 
 
