@@ -20,6 +20,7 @@ import pandas as pd
 
 from nlgbias.annotation.categories import REGARD, SENTIMENT
 from nlgbias.errors import InputError
+from nlgbias.inputs import read_user_text
 from nlgbias.store.export import write_text
 
 SHEET_COLUMNS = ["id", "annotator", "context", "text", "regard", "sentiment"]
@@ -140,12 +141,7 @@ def import_sheets(paths: Sequence[str | Path], *, items: pd.DataFrame | None = N
 
 def _read_rows(path: Path) -> list[tuple[int, dict]]:
     """(row number as the user sees it, row) pairs; CSV rows count the header as row 1."""
-    if not path.is_file():
-        raise InputError(f"{path}: file not found")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
+    text = read_user_text(path)
     if path.suffix == ".jsonl":
         rows = []
         for number, line in enumerate(text.splitlines(), start=1):

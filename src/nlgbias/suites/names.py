@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from nlgbias.errors import InputError
+from nlgbias.inputs import read_user_text
 
 COLUMNS = ("name", "gender", "continent")
 GENDERS = {"woman": "woman", "female": "woman", "f": "woman", "w": "woman",
@@ -31,12 +32,7 @@ def names_suite_yaml(path: str | Path, *, name: str = "my-names", template: str 
         row's bad gender, or a name given two genders.
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: file not found")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
+    text = read_user_text(path)
     reader = csv.DictReader(text.splitlines())
     fields = [f.strip().lower() for f in (reader.fieldnames or [])]
     for column in COLUMNS:
