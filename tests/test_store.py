@@ -113,14 +113,12 @@ def test_rerunning_a_finished_run_generates_nothing_and_rebuilds_only_what_is_mi
     assert more.rebuilt == first.manifest["outputs"]
 
 
-def test_missing_batches_fixed_or_free(tmp_path):
+def test_missing_batches_are_fixed_slices_of_the_plan(tmp_path):
     from nlgbias.store.cache import missing_batches
 
     plan = pd.DataFrame({"generation_id": [f"g{i}" for i in range(20)], "model": "m", "prompt": "p", "seed": 0})
     store = RunStore(tmp_path / "s.sqlite")
     store.add_generations([{"generation_id": f"g{i}", "model": "m", "prompt": "p", "params": {}, "seed": 0,
                             "continuation": ""} for i in [*range(8), 10, 11]])
-    fixed = [list(b["generation_id"]) for b in missing_batches(plan, store, 4, fixed=True)]
+    fixed = [list(b["generation_id"]) for b in missing_batches(plan, store, 4)]
     assert fixed == [["g8", "g9", "g10", "g11"], ["g12", "g13", "g14", "g15"], ["g16", "g17", "g18", "g19"]]
-    free = [list(b["generation_id"]) for b in missing_batches(plan, store, 4)]
-    assert free == [["g8", "g9", "g12", "g13"], ["g14", "g15", "g16", "g17"], ["g18", "g19"]]

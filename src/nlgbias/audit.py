@@ -160,7 +160,6 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
             return backend
 
         generated = fill_generations(plan, store, load=load, params=params, batch_size=batch_size,
-                                     fixed_batches=True,
                                      progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"))
         clock.lap("generate")
         table = build_samples(plan, prompts, store, suite, run_id)

@@ -21,21 +21,17 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
-def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int, *,
-                    fixed: bool = False) -> list[pd.DataFrame]:
-    """Batches (per model, in plan order) of the samples the store lacks.
+def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int) -> list[pd.DataFrame]:
+    """The fixed batches (per model, in plan order) that hold a sample the store lacks.
 
-    With ``fixed=True`` (what runs use) the whole plan is cut into fixed batches and every
-    batch with a missing sample is regenerated whole (the store keeps the samples it already
-    has), so a resumed run generates exactly the batches an uninterrupted run would: a local
-    model's rounding depends on the batch's shape, and rarely that tips a near-tie between two
-    tokens.  With ``fixed=False`` only the missing samples are cut into batches.
+    The whole plan is cut into batches of ``batch_size`` and every batch with a missing sample
+    is regenerated whole (the store keeps the samples it already has), so a resumed run
+    generates exactly the batches an uninterrupted run would: a local model's rounding depends
+    on the batch's shape, and rarely that tips a near-tie between two tokens.
     """
     have = store.existing_generations(plan["generation_id"])
     batches = []
     for _, rows in plan.groupby("model", sort=False):
-        if not fixed:
-            rows = rows[~rows["generation_id"].isin(have)]
         for start in range(0, len(rows), batch_size):
             batch = rows.iloc[start:start + batch_size]
             if not set(batch["generation_id"]) <= have:
@@ -44,8 +40,7 @@ def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int, *,
 
 
 def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str], object],
-                     params: SamplingParams, batch_size: int, fixed_batches: bool = False,
-                     progress: Callable | None = None) -> int:
+                     params: SamplingParams, batch_size: int, progress: Callable | None = None) -> int:
     """Generate every missing batch of ``plan`` and store each batch in one transaction.
 
     Parameters
@@ -57,7 +52,6 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
         ``load(model_id) -> Backend``; called only for models with missing samples.
     params : SamplingParams
     batch_size : int
-    fixed_batches : bool
         See :func:`missing_batches`.
     progress : callable, optional
         ``progress(model_id, total) -> bar`` with ``bar.update(n)`` and ``bar.close()``.
@@ -65,9 +59,9 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
     Returns
     -------
     int
-        Number of samples generated.
+        Number of samples generated (a regenerated batch counts whole).
     """
-    batches = missing_batches(plan, store, batch_size, fixed=fixed_batches)
+    batches = missing_batches(plan, store, batch_size)
     generated = 0
     by_model: dict[str, list[pd.DataFrame]] = {}
     for batch in batches:

@@ -34,10 +34,8 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     dict
         ``n_train, test_accuracy, test_macro_f1, adapter_sha256, identical_to_shipped``.
     """
-    from nlgbias.scorers.regard_model import save_classifier
+    from nlgbias.scorers.regard_model import load_classifier, save_classifier
     from nlgbias.training.train import TRAIN_THREADS, predict_proba, train_classifier
-
-    from nlgbias.scorers.regard_model import load_classifier
 
     labels = LABELS[classes]
     shipped_file = dataset_dir() / f"classifier-{classes}class" / "adapter.safetensors"
