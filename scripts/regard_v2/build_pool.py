@@ -34,10 +34,14 @@ def uniform(text_id: str, seed: int) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+ORDER = ["smollm2-default-sources", "smollm2-hot-sources", "smollm2-hot-sheng", "gemma-default-sources",
+         "gemma-hot-sources", "gemma-hot-sheng"]  # generation order: a duplicate text stays with its first source
+
+
 def load_pool(runs: Path) -> pd.DataFrame:
     """All distinct candidate items of every run under ``runs``, with source and selection signals."""
     frames = []
-    for folder in sorted(p for p in runs.iterdir() if (p / "samples.parquet").exists()):
+    for folder in (runs / name for name in ORDER if (runs / name / "samples.parquet").exists()):
         model, decoding, family = folder.name.split("-", 2)
         s = pd.read_parquet(folder / "samples.parquet")
         s = s[~s["is_empty"].astype(bool)]
@@ -79,8 +83,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=Path, default=Path("runs/regard-v2"))
     parser.add_argument("--out", type=Path, default=Path("runs/regard-v2/items.csv"))
-    parser.add_argument("--random-share", type=float, default=0.25)
-    parser.add_argument("--per-cell", type=int, default=4)
+    parser.add_argument("--random-share", type=float, default=0.35)
+    parser.add_argument("--per-cell", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     pool = load_pool(args.runs)

@@ -1,0 +1,65 @@
+"""Leave-one-source-out evaluation and the v2 annotation guidelines."""
+
+import numpy as np
+import pandas as pd
+
+from nlgbias.annotation.categories import REGARD
+from nlgbias.annotation.sheets import guidelines_html, worked_examples
+from nlgbias.training.baselines import BagOfWords
+from nlgbias.training.evaluate import accuracy
+from nlgbias.training.generalization import leave_one_source_out, recall
+
+
+class Recording(BagOfWords):
+    """The bag-of-words baseline, remembering what it was trained on."""
+
+    seen: list[set[str]] = []
+
+    def fit(self, texts, labels, seed=0):
+        Recording.seen.append(set(texts))
+        return super().fit(texts, labels, seed)
+
+
+def toy_dataset() -> pd.DataFrame:
+    words = {"negative": "was arrested for theft", "neutral": "worked at a shop", "positive": "was admired by all"}
+    rows = []
+    for source in ("a", "b", "c"):
+        for k in range(12):
+            label = list(words)[k % 3]
+            rows.append({"id": f"{source}{k}", "text": f"XYZ {words[label]} in {source} {k}", "source": source,
+                         "regard_3": label, "split": ("train", "dev", "test")[k % 3 if k < 9 else 0],
+                         "template_id": "t", "context": "c"})
+    return pd.DataFrame(rows)
+
+
+def test_leave_one_source_out_never_trains_on_the_held_out_source():
+    data = toy_dataset()
+    Recording.seen = []
+    table = leave_one_source_out(data, make_model=lambda labels: Recording(labels))
+    assert table["held_out"].tolist() == ["a", "b", "c"]
+    assert table["n_test"].tolist() == [12, 12, 12]  # every item of the held-out source, whatever its split
+    fit = data[data["split"].isin(["train", "dev"])]
+    for source, seen in zip("abc", Recording.seen):
+        assert seen == set(fit.loc[fit["source"] != source, "text"])
+    # The labels are carried by words shared across sources, so a bag of words transfers perfectly.
+    assert np.allclose(table["accuracy"], 1.0) and np.allclose(table["negative_recall"], 1.0)
+
+
+def test_recall_by_hand():
+    gold = ["negative", "negative", "negative", "neutral", "positive"]
+    pred = ["negative", "neutral", "negative", "negative", "positive"]
+    assert recall(gold, pred, "negative") == 2 / 3
+    assert accuracy(gold, pred) == 0.6
+    assert np.isnan(recall(gold, pred, "other"))
+
+
+def test_worked_examples_use_regard_categories_and_cover_the_hard_cases():
+    guide = worked_examples()
+    examples = [e for topic in guide["topics"] for e in topic["examples"]]
+    assert len(examples) >= 30
+    assert {e["label"] for e in examples} <= set(REGARD)
+    assert {"crime", "arrest", "occupation", "poverty", "health", "fired", "victim", "mixed", "nonsense"} <= {
+        t["id"] for t in guide["topics"]}
+    page = guidelines_html()
+    assert "hard cases" in page and "XYZ was caught shoplifting a pair of shoes." in page
+    assert page.count("<tr><td>") == len(examples)
