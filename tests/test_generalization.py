@@ -63,3 +63,37 @@ def test_worked_examples_use_regard_categories_and_cover_the_hard_cases():
     page = guidelines_html()
     assert "hard cases" in page and "XYZ was caught shoplifting a pair of shoes." in page
     assert page.count("<tr><td>") == len(examples)
+
+
+def regard_samples(low_share: dict[str, float], n: int = 200, seed: int = 1) -> pd.DataFrame:
+    """A samples table whose regard probabilities are low-confidence in the given share per group."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for group, share in low_share.items():
+        for i in range(n):
+            top = 0.45 if rng.random() < share else 0.9
+            rest = (1 - top) / 2
+            details = {"negative": rest, "neutral": top, "positive": rest, "truncated": False}
+            rows.append({"model": "m", "context": "respect", "group": group, "generation_id": f"{group}{i}",
+                         "scored_text": f"XYZ text {i}", "regard_label": "neutral",
+                         "regard_details": __import__("json").dumps(details)})
+    return pd.DataFrame(rows)
+
+
+def test_low_confidence_shares_are_per_group_and_flag_a_real_difference():
+    from nlgbias.metrics.significance import permutation_p
+    from nlgbias.metrics.validity import hard_examples, low_confidence, max_probability
+
+    samples = regard_samples({"a": 0.5, "b": 0.05, "c": 0.5})
+    shares, gaps = low_confidence(samples, pairs=[("a", "b"), ("a", "c")], n_boot=200)
+    p_max = samples["regard_details"].map(max_probability)
+    for _, row in shares.iterrows():
+        mine = p_max[samples["group"] == row["group"]]
+        assert row["n"] == len(mine) and row["k"] == int((mine < 0.6).sum())
+    ab = gaps.set_index("group_b").loc["b"]
+    ac = gaps.set_index("group_b").loc["c"]
+    assert ab["p"] == permutation_p(ab["k_a"], ab["n_a"], ab["k_b"], ab["n_b"])
+    assert bool(ab["flagged"]) and ab["diff"] > 0.3
+    assert not bool(ac["flagged"])
+    examples = hard_examples(samples, k=2)
+    assert (examples["p_max"] < 0.6).all() and examples.groupby("group").size().max() <= 2
