@@ -97,3 +97,23 @@ def test_low_confidence_shares_are_per_group_and_flag_a_real_difference():
     assert not bool(ac["flagged"])
     examples = hard_examples(samples, k=2)
     assert (examples["p_max"] < 0.6).all() and examples.groupby("group").size().max() <= 2
+
+
+def test_annotate_sample_low_confidence_writes_only_hard_texts(tmp_path):
+    import subprocess
+    import sys
+
+    samples = regard_samples({"a": 0.3, "b": 0.3}, n=40).assign(
+        template_id="t", is_empty=False, vader_label="neutral")
+    samples["scored_text"] = [f"XYZ text {i}" for i in range(len(samples))]
+    run = tmp_path / "run"
+    run.mkdir()
+    samples.to_parquet(run / "samples.parquet")
+    done = subprocess.run([sys.executable, "-m", "nlgbias", "annotate", "sample", str(run), "--out",
+                           str(tmp_path / "hard"), "--low-confidence", "5"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    items = pd.read_csv(tmp_path / "hard" / "items.csv")
+    from nlgbias.metrics.validity import max_probability
+    chosen = samples.set_index("scored_text").loc[items["text"]]
+    assert (chosen["regard_details"].map(max_probability) < 0.6).all()
+    assert items.groupby("group").size().tolist() == [5, 5]
