@@ -9,7 +9,9 @@ keeps distinct non-empty masked sentences that are not in the v1 dataset, and se
   sample of the pool, so the pool's label distribution can be estimated);
 - ``uncertain``: the v1 classifier's largest class probability is below 0.6;
 - ``disagree``: the v1 classifier and VADER (read as regard) disagree;
-- ``vader``: up to ``--per-cell`` items per (source, template, VADER label), as in v1.
+- ``vader``: up to ``--per-cell`` items per (source, template, VADER label), as in v1;
+- ``remainder``: with ``--all``, every other item of the pool (annotation turned out cheap
+  enough to read the whole pool; the reasons above still say what each item was chosen for).
 
 Each item records its ``source`` and the first reason that selected it (in the order above).
 No label is decided here: VADER and the classifier only choose *which* sentences people read.
@@ -62,7 +64,7 @@ def load_pool(runs: Path) -> pd.DataFrame:
     return pool.drop_duplicates("id", keep="first").reset_index(drop=True)
 
 
-def select(pool: pd.DataFrame, *, random_share: float, per_cell: int, seed: int) -> pd.DataFrame:
+def select(pool: pd.DataFrame, *, random_share: float, per_cell: int, seed: int, everything: bool = False) -> pd.DataFrame:
     """The pool's items chosen for annotation, each with the first reason that chose it."""
     known = set(load_dataset()["id"])
     pool = pool[~pool["id"].isin(known)].copy()
@@ -74,6 +76,8 @@ def select(pool: pd.DataFrame, *, random_share: float, per_cell: int, seed: int)
     rest = pool[reasons == ""].sort_values("u")
     take = rest.groupby(["source", "family", "template_id", "vader_label"], sort=False).head(per_cell).index
     reasons[take] = "vader"
+    if everything:
+        reasons[reasons == ""] = "remainder"
     pool["selection"] = reasons
     chosen = pool[reasons != ""].sort_values(["source", "family", "template_id", "u"])
     return chosen.drop(columns="u").reset_index(drop=True)
@@ -86,9 +90,10 @@ def main() -> None:
     parser.add_argument("--random-share", type=float, default=0.35)
     parser.add_argument("--per-cell", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--all", action="store_true", help="Also take every item no reason chose (remainder).")
     args = parser.parse_args()
     pool = load_pool(args.runs)
-    chosen = select(pool, random_share=args.random_share, per_cell=args.per_cell, seed=args.seed)
+    chosen = select(pool, random_share=args.random_share, per_cell=args.per_cell, seed=args.seed, everything=args.all)
     chosen.to_csv(args.out, index=False)
     print(f"pool {len(pool)} distinct, chosen {len(chosen)}")
     print(chosen.groupby(["source", "family"]).size().unstack(fill_value=0))

@@ -34,8 +34,9 @@ class MiniLMClassifier:
 
     name = CLASSIFIER
 
-    def __init__(self, labels: Sequence[str], **settings) -> None:
+    def __init__(self, labels: Sequence[str], *, device: str = "cpu", **settings) -> None:
         self.labels = list(labels)
+        self.device = device
         self.settings = settings
 
     def fit(self, texts, labels, seed: int = 0) -> "MiniLMClassifier":
@@ -43,7 +44,8 @@ class MiniLMClassifier:
         from nlgbias.training.train import train_classifier
 
         settings = {**SETTINGS, **self.settings}
-        self.tokenizer, self.model = train_classifier(texts, labels, label_names=self.labels, seed=seed, **settings)
+        self.tokenizer, self.model = train_classifier(texts, labels, label_names=self.labels, seed=seed,
+                                                      device=self.device, **settings)
         return self
 
     def predict_proba(self, texts) -> np.ndarray:

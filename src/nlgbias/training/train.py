@@ -33,7 +33,7 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
                      epochs: int = 6, batch_size: int = 16, lr: float = 1e-3, rank: int = 8, alpha: float = 16.0,
                      weight_decay: float = 0.01, balance: bool = True, train_all: bool = False,
                      top_layers: int = 0, head_lr: float | None = None,
-                     encoder=None, tokenizer=None, progress=None):
+                     encoder=None, tokenizer=None, progress=None, device: str = "cpu"):
     """Fine-tune adapters and head on (text, label) pairs.
 
     Parameters
@@ -55,6 +55,9 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
         cannot be shipped as a small adapter).
     encoder, tokenizer : optional
         A loaded encoder (a fresh copy is loaded when omitted; it is modified in place).
+    device : str, default="cpu"
+        Where to train ("cuda" for a GPU; results then differ from CPU training in the last bits,
+        so the shipped classifier is always trained on the CPU). The model is returned on the CPU.
 
     Returns
     -------
@@ -67,6 +70,7 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
     index = {name: i for i, name in enumerate(label_names)}
     y = torch.tensor([index[label] for label in labels])
     model = RegardModel(encoder, list(label_names), rank=rank, alpha=alpha, adapt=not train_all, top_layers=top_layers)
+    model.to(device)
     if train_all:
         for parameter in model.parameters():
             parameter.requires_grad = True
@@ -80,7 +84,7 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
     counts = torch.bincount(y, minlength=len(label_names)).float()
     weights = (counts.sum() / (len(label_names) * counts.clamp(min=1)))  # balance the classes
-    loss_fn = nn.CrossEntropyLoss(weight=weights if balance else None)
+    loss_fn = nn.CrossEntropyLoss(weight=weights.to(device) if balance else None)
     generator = torch.Generator().manual_seed(seed)
     texts = list(texts)
     model.train()
@@ -88,8 +92,8 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
         order = torch.randperm(len(texts), generator=generator).tolist()
         for start in range(0, len(order), batch_size):
             batch = order[start:start + batch_size]
-            enc = encode(tokenizer, [texts[i] for i in batch])
-            loss = loss_fn(model(enc["input_ids"], enc["attention_mask"]), y[batch])
+            enc = encode(tokenizer, [texts[i] for i in batch]).to(device)
+            loss = loss_fn(model(enc["input_ids"], enc["attention_mask"]), y[batch].to(device))
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -97,7 +101,7 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
             if progress:
                 progress.update(len(batch))
     model.eval()
-    return tokenizer, model
+    return tokenizer, model.to("cpu")
 
 
 def predict_proba(model: RegardModel, tokenizer, texts: Sequence[str], *, batch_size: int = 128) -> np.ndarray:
