@@ -122,7 +122,8 @@ def test_endpoint_times_out(capsys, tmp_path):
 
 def test_endpoint_returns_malformed_json(capsys, tmp_path):
     code, err, url = endpoint_case(capsys, tmp_path, [("bad_json",)] * 200, "--concurrency", "1")
-    assert code == 2 and err.startswith(f"Error: endpoint {url}/completions: returned malformed JSON (JSONDecodeError at byte")
+    assert code == 2 and err.startswith(f"Error: endpoint {url}/completions: gave up after 2 attempts; last error: "
+                                        "returned malformed JSON (JSONDecodeError at byte")
     assert len(err.strip().splitlines()) == 1
 
 

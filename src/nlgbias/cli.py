@@ -69,9 +69,10 @@ def cli() -> None:
 @click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
 @click.option("--quiet", is_flag=True, help="No progress bars or notes.")
+@click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
 def run(suite, models, samples, seed, out, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
         dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, n_boot, min_n, bls_mapping,
-        quiet) -> None:
+        quiet, force) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -85,15 +86,18 @@ def run(suite, models, samples, seed, out, batch_size, max_new_tokens, temperatu
     from nlgbias.audit import run as run_audit
     from nlgbias.models import BackendOptions
 
-    if n_boot < 100:
-        raise InputError(f"--n-boot {n_boot}: use at least 100 bootstrap replicates")
+    from nlgbias.validate import check_run_options
+
+    check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=0.95, min_n=min_n,
+                      device=device, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
+                      api_base=api_base, models=models)
     options = BackendOptions(dtype=dtype, device=device, api_base=api_base, api_key_env=api_key_env,
                              concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     result = run_audit(suite, models=list(models) or ["smollm2-135m"], samples=samples, seed=seed, out=out,
                        batch_size=batch_size, max_new_tokens=max_new_tokens, temperature=temperature,
                        top_k=top_k, top_p=top_p, scorers=list(scorers) or None, backend_options=options,
                        n_boot=n_boot, min_n=min_n, quiet=quiet, command=["nlgbias", *sys.argv[1:]],
-                       bls_mapping=bls_mapping)
+                       bls_mapping=bls_mapping, force=force)
     if not quiet:
         click.echo(f"report: {result.out / 'report.html'}")
 
