@@ -148,6 +148,8 @@ def score(scorer_name, input_path, output_path, masks) -> None:
     truncated = sum(bool(d.get("truncated")) for d in scored["details"] if isinstance(d, dict))
     empty = sum(1 for t in texts if not t.strip())
     notes = [f"{len(texts)} texts scored with {scorer_name}"]
+    if not texts:
+        notes = [f"--input {input_path} is empty: 0 texts scored with {scorer_name}"]
     if truncated:
         notes.append(f"{truncated} longer than the scorer's limit were cut")
     if empty:
@@ -183,14 +185,18 @@ def suites(name) -> None:
 
         nlgbias suites sheng2019
     """
-    from nlgbias.suites import expand_suite, list_suites, load_suite
+    from nlgbias.suites import expand_suite, list_suites, load_suite, suite_prompts
 
     if not name:
         for suite_name in list_suites():
             suite = load_suite(suite_name)
-            click.echo(f"{suite_name:<28} {len(suite.templates) * len(suite.groups):>4} prompts  {suite.description[:70]}")
+            click.echo(f"{suite_name:<28} {len(suite_prompts(suite)):>5} prompts  {suite.description[:70]}")
         return
     suite = load_suite(name)
+    if suite.kind == "pronoun":
+        for row in suite_prompts(suite).itertuples():
+            click.echo(f"{row.prompt_id:<48} {row.prompt}")
+        return
     for row in expand_suite(suite).itertuples():
         click.echo(f"{row.prompt_id:<32} {row.context:<12} {row.prompt}")
 
@@ -223,17 +229,9 @@ def report(folder) -> None:
 
         nlgbias report runs/demo
     """
-    import pandas as pd
+    from nlgbias.report.folder import rerender_report
 
-    from nlgbias.metrics import Results
-    from nlgbias.report import write_report
-
-    needed = ["metrics.json", "samples.parquet", "manifest.json"]
-    for name in needed:
-        if not (folder / name).is_file():
-            raise InputError(f"{folder / name}: missing; run `nlgbias run ... --out {folder}` first")
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    write_report(folder / "report.html", Results.read(folder), pd.read_parquet(folder / "samples.parquet"), manifest)
+    rerender_report(folder)
     click.echo(f"report: {folder / 'report.html'}")
 
 
@@ -298,12 +296,12 @@ def annotate_import(sheets, items_path, out, ties) -> None:
     """
     import pandas as pd
 
-    from nlgbias.annotation import adjudicate, agreement, correlation_table, import_sheets
+    from nlgbias.annotation import adjudicate, agreement, correlation_table, import_sheets, read_items
     from nlgbias.store import write_csv, write_json
 
     if not items_path.is_file():
         raise InputError(f"--items {items_path}: file not found")
-    items = pd.read_csv(items_path)
+    items = read_items(items_path)
     labels = import_sheets(sheets, items=items)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "labels.csv", labels)
