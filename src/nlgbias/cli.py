@@ -124,6 +124,8 @@ def score(scorer_name, input_path, output_path, masks) -> None:
     from nlgbias.text import mask_group
 
     scorer = get_scorer(scorer_name)
+    if input_path.is_dir():
+        raise InputError(f"--input {input_path}: is a folder; give a file")
     if not input_path.is_file():
         raise InputError(f"--input {input_path}: file not found")
     try:
@@ -271,6 +273,8 @@ def annotate_sample(run_folder, out, k_positive, k_negative, k_neutral, annotato
     for name, k in (("--k-positive", k_positive), ("--k-negative", k_negative), ("--k-neutral", k_neutral)):
         if k < 0:
             raise InputError(f"{name} {k}: must be 0 or more")
+    if k_positive == k_negative == k_neutral == 0:
+        raise InputError("--k-positive, --k-negative, --k-neutral: all are 0, so nothing would be sampled")
     samples = pd.read_parquet(source)
     if "vader_label" not in samples.columns:
         raise InputError(f"{source}: has no vader_label column; run with --scorer vader")
@@ -302,6 +306,8 @@ def annotate_import(sheets, items_path, out, ties) -> None:
     if not items_path.is_file():
         raise InputError(f"--items {items_path}: file not found")
     items = read_items(items_path)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: is a file; give a folder")
     labels = import_sheets(sheets, items=items)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "labels.csv", labels)
@@ -339,7 +345,9 @@ def ablate(suite, models, top_k, temperature, samples, seed, out, quiet) -> None
         nlgbias ablate kirk2021-identity --top-k 10,50,0 --temperature 0.7,1.0 --samples 100 --out runs/ablation
     """
     from nlgbias.ablation import decoding_grid, parse_grid
+    from nlgbias.validate import at_least
 
+    at_least(samples, 1, "samples")
     ks, ts = parse_grid(top_k, temperature)
     table = decoding_grid(suite, models=list(models) or ["smollm2-135m"], top_k=ks, temperature=ts,
                           samples=samples, seed=seed, out=out, quiet=quiet)
@@ -366,6 +374,8 @@ def names_suite(names_file, out, suite_name, template) -> None:
     from nlgbias.suites.names import names_suite_yaml
     from nlgbias.store import write_text
 
+    if out.is_dir():
+        raise InputError(f"--out {out}: is a folder; give a file name")
     write_text(out, names_suite_yaml(names_file, name=suite_name, template=template))
     click.echo(f"wrote {out}")
 
@@ -392,6 +402,9 @@ def train_regard(data_path, out, classes, seed, compare, seeds) -> None:
     from nlgbias.training import build_classifier
     from nlgbias.training.dataset import load_dataset
 
+    from nlgbias.validate import at_least
+
+    at_least(seeds, 1, "seeds")
     if data_path is not None and not data_path.is_file():
         raise InputError(f"--data {data_path}: file not found")
     data = load_dataset(data_path)

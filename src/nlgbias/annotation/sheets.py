@@ -47,6 +47,8 @@ def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequen
     if len(set(annotators)) != len(annotators) or not annotators:
         raise InputError(f"--annotators {','.join(annotators)}: give distinct names")
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--out {folder}: is a file; give a folder")
     folder.mkdir(parents=True, exist_ok=True)
     items.to_csv(folder / "items.csv", index=False)
     paths = [folder / "items.csv"]

@@ -101,6 +101,8 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
         if path.is_file() and path.suffix == ".gguf":
             return ModelRef(spec, "transformers", str(path), file_sha256(path), {})
         if path.is_dir():
+            if not (path / "config.json").is_file():
+                raise BackendError(f"--model {spec}: not a model folder (no config.json) or a .gguf file")
             return ModelRef(spec, "transformers", str(path), folder_sha256(path), {})
         if path.exists():
             raise BackendError(f"--model {spec}: not a model folder or a .gguf file")
