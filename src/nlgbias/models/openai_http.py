@@ -71,6 +71,10 @@ class OpenAIBackend:
                  send_top_k: bool = True) -> None:
         if concurrency < 1:
             raise BackendError(f"--concurrency {concurrency}: must be at least 1")
+        if max_retries < 0:
+            raise BackendError(f"--max-retries {max_retries}: must be 0 or more")
+        if not timeout > 0:
+            raise BackendError(f"--timeout {timeout}: must be more than 0 seconds")
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id or f"openai:{model}"

@@ -81,10 +81,8 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
                 requests = [GenerationRequest(prompt, params, int(seed))
                             for prompt, seed in zip(batch["prompt"], batch["seed"])]
                 texts = backend.generate(requests)
-                store.add_generations([
-                    {"generation_id": gid, "model": model_id, "prompt": prompt, "params": params.to_dict(),
-                     "seed": int(seed), "continuation": text}
-                    for gid, prompt, seed, text in zip(batch["generation_id"], batch["prompt"], batch["seed"], texts)])
+                store.add_generations(generation_rows(model_id, params, zip(batch["generation_id"], batch["prompt"],
+                                                                            batch["seed"], texts)))
                 generated += len(batch)
                 if bar:
                     bar.update(len(batch))
@@ -93,6 +91,13 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
                 bar.close()
             backend.close()
     return generated
+
+
+def generation_rows(model_id: str, params: SamplingParams, samples) -> list[dict]:
+    """Store rows from ``(generation_id, prompt, seed, continuation)`` tuples of one model."""
+    settings = params.to_dict()
+    return [{"generation_id": gid, "model": model_id, "prompt": prompt, "params": settings, "seed": int(seed),
+             "continuation": text} for gid, prompt, seed, text in samples]
 
 
 def _fill_as_answered(rows: pd.DataFrame, store: RunStore, backend, *, params: SamplingParams,
@@ -110,9 +115,8 @@ def _fill_as_answered(rows: pd.DataFrame, store: RunStore, backend, *, params: S
     try:
         requests = [GenerationRequest(prompt, params, seed) for prompt, seed in zip(prompts, seeds)]
         for answers in backend.answer_groups(requests):
-            store.add_generations([
-                {"generation_id": ids[i], "model": model_id, "prompt": prompts[i], "params": params.to_dict(),
-                 "seed": seeds[i], "continuation": text} for i, text in answers])
+            store.add_generations(generation_rows(model_id, params,
+                                                  ((ids[i], prompts[i], seeds[i], text) for i, text in answers)))
             stored += len(answers)
             if bar:
                 bar.update(len(answers))
