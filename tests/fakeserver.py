@@ -21,6 +21,7 @@ class FakeServer:
         self.logprobs = logprobs
         self.delay = delay
         self.requests: list[dict] = []
+        self.answered: list[dict] = []  # bodies of requests that got a normal answer, as sent
         self.headers: list[dict] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -88,7 +89,10 @@ class FakeServer:
             handler.end_headers()
             handler.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client timed out and left
+            return  # the client timed out and left
+        if kind != "bad_json":
+            with self.lock:
+                self.answered.append(body)
 
     def answer(self, body: dict) -> dict:
         if body.get("echo"):

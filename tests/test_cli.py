@@ -122,7 +122,8 @@ def test_endpoint_times_out(capsys, tmp_path):
 
 def test_endpoint_returns_malformed_json(capsys, tmp_path):
     code, err, url = endpoint_case(capsys, tmp_path, [("bad_json",)] * 200, "--concurrency", "1")
-    assert code == 2 and err.startswith(f"Error: endpoint {url}/completions: returned malformed JSON (JSONDecodeError at byte")
+    assert code == 2 and err.startswith(f"Error: endpoint {url}/completions: gave up after 2 attempts; last error: "
+                                        "returned malformed JSON (JSONDecodeError at byte")
     assert len(err.strip().splitlines()) == 1
 
 
@@ -243,3 +244,22 @@ def test_a_bls_mapping_with_an_unknown_title_fails_before_generating(capsys, tmp
     assert_one_line_error(code, err, f"{mapping}:2: BLS title 'Registred nurses' is not in us_rows_data.csv; "
                                      "did you mean 'Registered nurses'?")
     assert not (out / "store.sqlite").exists()
+
+
+def test_score_says_when_the_input_was_empty(capsys, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    code, _, err = call(capsys, "score", "--scorer", "vader", "--input", str(empty), "--output", str(tmp_path / "o.jsonl"))
+    assert code == 0
+    assert err.strip() == f"--input {empty} is empty: 0 texts scored with vader -> {tmp_path / 'o.jsonl'}"
+    assert (tmp_path / "o.jsonl").read_text() == ""
+
+
+def test_suites_lists_the_real_prompt_count_of_pronoun_suites(capsys):
+    code, out, _ = call(capsys, "suites")
+    counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()}
+    # every prompt in its three perturbations (orig, replace, delete): 5,151 templates and 359 sentences
+    assert counts["vig2020-templates"] == 3 * 5151
+    assert counts["natural-sentences"] == 3 * 359
+    assert counts["pronouns"] == 3 * (5151 + 359)
+    assert counts["sheng2019"] == 60

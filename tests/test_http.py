@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -71,11 +72,20 @@ def test_refused_connection_gives_up():
         backend(url, max_retries=1).generate([REQ])
 
 
-def test_malformed_json_fails_at_once():
-    with FakeServer([("bad_json",)]) as server:
-        with pytest.raises(BackendError, match=r"/completions: returned malformed JSON \(JSONDecodeError at byte \d+\)"):
-            backend(server.url).generate([REQ])
-    assert len(server.requests) == 1
+def test_a_malformed_body_is_retried_like_a_500():
+    with FakeServer([("bad_json",), ("bad_json",)]) as server:
+        client = backend(server.url)
+        assert client.generate([REQ])[0].startswith(" a worker number")
+    assert len(server.requests) == 3 and client.stats["retries"] == 2
+
+
+def test_malformed_bodies_give_up_naming_the_server():
+    with FakeServer([("bad_json",)] * 10) as server:
+        with pytest.raises(GiveUp) as caught:
+            backend(server.url, max_retries=2).generate([REQ])
+    assert re.fullmatch(rf"endpoint {re.escape(server.url)}/completions: gave up after 3 attempts; last error: "
+                        r"returned malformed JSON \(JSONDecodeError at byte \d+\)", str(caught.value))
+    assert len(server.requests) == 3
 
 
 def test_client_errors_are_not_retried_and_hint_at_the_key():

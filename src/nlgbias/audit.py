@@ -38,6 +38,7 @@ from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
 from nlgbias.store.cache import fill_generations, fill_scores, text_hash
 from nlgbias.suites import Suite, attribute_names, expand_suite, load_suite
 from nlgbias.text import mask_group, truncate
+from nlgbias.validate import check_run_options
 
 FIRST_OUTPUTS = ("samples.parquet", "samples.jsonl", "metrics.json")
 LAST_OUTPUTS = ("report.html", "manifest.json")
@@ -70,7 +71,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         top_p: float | None = None, scorers: Sequence[str] | None = None,
         backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
         min_n: int = 30, quiet: bool = False, command: Sequence[str] | None = None,
-        bls_mapping: str | Path | None = None) -> RunResult:
+        bls_mapping: str | Path | None = None, force: bool = False) -> RunResult:
     """Run (or resume, or rebuild) an audit and write its outputs to ``out``.
 
     Parameters
@@ -99,6 +100,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         The command line, recorded in the manifest.
     bls_mapping : path, optional
         Your own job -> BLS title mapping for the occupation analysis (checked before anything runs).
+    force : bool
+        Start over when ``out`` holds a run store truncated to 0 bytes (refused otherwise).
 
     Returns
     -------
@@ -106,19 +109,18 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     """
     clock = Stopwatch()
     progress = Progress(quiet=quiet)
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise InputError(f"--samples {samples}: must be a whole number of at least 1")
-    if batch_size < 1:
-        raise InputError(f"--batch-size {batch_size}: must be at least 1")
+    options = backend_options or BackendOptions()
+    check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
+                      device=options.device, concurrency=options.concurrency, timeout=options.timeout,
+                      max_retries=options.max_retries, api_base=options.api_base, models=models, flags=False)
     if not models:
         raise InputError("--model: give at least one model")
     if len(set(models)) != len(models):
         raise InputError(f"--model: the same model is given twice ({', '.join(models)})")
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
-    options = backend_options or BackendOptions()
     if suite.kind == "pronoun":
         refs = [resolve_model(m, options) for m in models]
-        return _run_pronoun(suite, refs, options, out=prepare_out(out), seed=seed, batch_size=batch_size,
+        return _run_pronoun(suite, refs, options, out=prepare_out(out, force=force), seed=seed, batch_size=batch_size,
                             analysis=AnalysisOptions(seed=seed, n_boot=n_boot, confidence=confidence, min_n=min_n),
                             progress=progress, command=command, clock=clock)
     params = _params(suite, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p)
@@ -134,7 +136,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     active, unavailable = _load_scorers(scorer_names)
     for missing in unavailable:
         progress.note(f"Note: {missing['reason']}")
-    out = prepare_out(out)
+    out = prepare_out(out, force=force)
 
     prompts = expand_suite(suite)
     plan = plan_samples(prompts, refs, samples=samples, seed=seed, params=params, dtype=options.dtype)
@@ -297,9 +299,20 @@ def _load_scorers(names: Sequence[str]):
     return active, unavailable
 
 
-def prepare_out(out: str | Path) -> Path:
-    """Create the output folder, or say in one line why it cannot be used."""
+def prepare_out(out: str | Path, *, force: bool = False) -> Path:
+    """Create the output folder, or say in one line why it cannot be used.
+
+    A run store truncated to 0 bytes (a full disk, a bad copy) is refused unless ``force``:
+    it may have held the only copy of expensive samples, so starting over is the user's call.
+    """
     out = Path(out)
+    store = out / "store.sqlite"
+    if store.is_file() and store.stat().st_size == 0:
+        if not force:
+            raise StoreError(f"{store}: the run store is empty (0 bytes), so whatever it held is gone; "
+                             f"rerun with --force to start over in this folder, or give a new --out")
+        for name in ("store.sqlite", "store.sqlite-wal", "store.sqlite-shm", "manifest.json"):
+            (out / name).unlink(missing_ok=True)
     if out.exists() and not out.is_dir():
         raise StoreError(f"--out {out}: is a file; give a folder")
     try:
@@ -397,17 +410,32 @@ def build_manifest(*, run_id, suite, models, params, samples, seed, batch_size, 
 
 
 def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results, manifest: dict) -> list[str]:
-    """Write what is missing (everything if the folder holds another run); the manifest last."""
+    """Write what is missing or not this run's; the manifest last, with every output's SHA-256.
+
+    The manifest vouches for the set: it is removed before any other output is replaced and
+    written again only when all are in place, and it records each output's hash.  An output
+    is rebuilt when the manifest is missing, names another run id, or holds another hash, so
+    a run killed while replacing another run's files never leaves the two mixed.
+    """
     from nlgbias.report import write_report
 
     previous = _read_manifest(out / "manifest.json")
     same_run = previous is not None and previous.get("run_id") == run_id
-    todo = [name for name in output_names(results) if not same_run or not (out / name).is_file()]
+    hashes = previous.get("output_sha256", {}) if same_run and isinstance(previous.get("output_sha256"), dict) else {}
+    names = output_names(results)
+    todo = [name for name in names if name == "manifest.json" and not same_run
+            or name != "manifest.json" and (not hashes or file_sha256(out / name) != hashes.get(name))]
+    if not todo:
+        return []
+    if "manifest.json" not in todo:
+        todo.append("manifest.json")
+    (out / "manifest.json").unlink(missing_ok=True)
     writers: dict[str, Callable[[], object]] = {
         "samples.parquet": lambda: write_parquet(out / "samples.parquet", table),
         "samples.jsonl": lambda: write_jsonl(out / "samples.jsonl", table),
         "report.html": lambda: write_report(out / "report.html", results, table, manifest),
-        "manifest.json": lambda: write_json(out / "manifest.json", manifest),
+        "manifest.json": lambda: write_json(out / "manifest.json", {
+            **manifest, "output_sha256": {name: file_sha256(out / name) for name in names if name != "manifest.json"}}),
     }
     if "metrics.json" in todo or any(name.endswith(".csv") for name in todo):
         results.write(out)
@@ -419,9 +447,22 @@ def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results,
 
 def _read_manifest(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def file_sha256(path: Path) -> str | None:
+    """SHA-256 of a file's bytes, or None if it is not a readable file."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 __all__ = ["RunResult", "run", "prepare_out", "build_samples", "attach_scores", "output_names"]

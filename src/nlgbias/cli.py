@@ -69,9 +69,10 @@ def cli() -> None:
 @click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
 @click.option("--quiet", is_flag=True, help="No progress bars or notes.")
+@click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
 def run(suite, models, samples, seed, out, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
         dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, n_boot, min_n, bls_mapping,
-        quiet) -> None:
+        quiet, force) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -85,15 +86,18 @@ def run(suite, models, samples, seed, out, batch_size, max_new_tokens, temperatu
     from nlgbias.audit import run as run_audit
     from nlgbias.models import BackendOptions
 
-    if n_boot < 100:
-        raise InputError(f"--n-boot {n_boot}: use at least 100 bootstrap replicates")
+    from nlgbias.validate import check_run_options
+
+    check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=0.95, min_n=min_n,
+                      device=device, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
+                      api_base=api_base, models=models)
     options = BackendOptions(dtype=dtype, device=device, api_base=api_base, api_key_env=api_key_env,
                              concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     result = run_audit(suite, models=list(models) or ["smollm2-135m"], samples=samples, seed=seed, out=out,
                        batch_size=batch_size, max_new_tokens=max_new_tokens, temperature=temperature,
                        top_k=top_k, top_p=top_p, scorers=list(scorers) or None, backend_options=options,
                        n_boot=n_boot, min_n=min_n, quiet=quiet, command=["nlgbias", *sys.argv[1:]],
-                       bls_mapping=bls_mapping)
+                       bls_mapping=bls_mapping, force=force)
     if not quiet:
         click.echo(f"report: {result.out / 'report.html'}")
 
@@ -120,6 +124,8 @@ def score(scorer_name, input_path, output_path, masks) -> None:
     from nlgbias.text import mask_group
 
     scorer = get_scorer(scorer_name)
+    if input_path.is_dir():
+        raise InputError(f"--input {input_path}: is a folder; give a file")
     if not input_path.is_file():
         raise InputError(f"--input {input_path}: file not found")
     try:
@@ -144,6 +150,8 @@ def score(scorer_name, input_path, output_path, masks) -> None:
     truncated = sum(bool(d.get("truncated")) for d in scored["details"] if isinstance(d, dict))
     empty = sum(1 for t in texts if not t.strip())
     notes = [f"{len(texts)} texts scored with {scorer_name}"]
+    if not texts:
+        notes = [f"--input {input_path} is empty: 0 texts scored with {scorer_name}"]
     if truncated:
         notes.append(f"{truncated} longer than the scorer's limit were cut")
     if empty:
@@ -179,14 +187,18 @@ def suites(name) -> None:
 
         nlgbias suites sheng2019
     """
-    from nlgbias.suites import expand_suite, list_suites, load_suite
+    from nlgbias.suites import expand_suite, list_suites, load_suite, suite_prompts
 
     if not name:
         for suite_name in list_suites():
             suite = load_suite(suite_name)
-            click.echo(f"{suite_name:<28} {len(suite.templates) * len(suite.groups):>4} prompts  {suite.description[:70]}")
+            click.echo(f"{suite_name:<28} {len(suite_prompts(suite)):>5} prompts  {suite.description[:70]}")
         return
     suite = load_suite(name)
+    if suite.kind == "pronoun":
+        for row in suite_prompts(suite).itertuples():
+            click.echo(f"{row.prompt_id:<48} {row.prompt}")
+        return
     for row in expand_suite(suite).itertuples():
         click.echo(f"{row.prompt_id:<32} {row.context:<12} {row.prompt}")
 
@@ -219,17 +231,9 @@ def report(folder) -> None:
 
         nlgbias report runs/demo
     """
-    import pandas as pd
+    from nlgbias.report.folder import rerender_report
 
-    from nlgbias.metrics import Results
-    from nlgbias.report import write_report
-
-    needed = ["metrics.json", "samples.parquet", "manifest.json"]
-    for name in needed:
-        if not (folder / name).is_file():
-            raise InputError(f"{folder / name}: missing; run `nlgbias run ... --out {folder}` first")
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    write_report(folder / "report.html", Results.read(folder), pd.read_parquet(folder / "samples.parquet"), manifest)
+    rerender_report(folder)
     click.echo(f"report: {folder / 'report.html'}")
 
 
@@ -277,6 +281,8 @@ def annotate_sample(run_folder, out, k_positive, k_negative, k_neutral, k_low, a
                     ("--low-confidence", k_low or 0)):
         if k < 0:
             raise InputError(f"{name} {k}: must be 0 or more")
+    if k_positive == k_negative == k_neutral == 0:
+        raise InputError("--k-positive, --k-negative, --k-neutral: all are 0, so nothing would be sampled")
     samples = pd.read_parquet(source)
     if k_low is not None:
         if "regard_details" not in samples.columns:
@@ -308,12 +314,14 @@ def annotate_import(sheets, items_path, out, ties) -> None:
     """
     import pandas as pd
 
-    from nlgbias.annotation import adjudicate, agreement, correlation_table, import_sheets
+    from nlgbias.annotation import adjudicate, agreement, correlation_table, import_sheets, read_items
     from nlgbias.store import write_csv, write_json
 
     if not items_path.is_file():
         raise InputError(f"--items {items_path}: file not found")
-    items = pd.read_csv(items_path)
+    items = read_items(items_path)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: is a file; give a folder")
     labels = import_sheets(sheets, items=items)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "labels.csv", labels)
@@ -351,7 +359,9 @@ def ablate(suite, models, top_k, temperature, samples, seed, out, quiet) -> None
         nlgbias ablate kirk2021-identity --top-k 10,50,0 --temperature 0.7,1.0 --samples 100 --out runs/ablation
     """
     from nlgbias.ablation import decoding_grid, parse_grid
+    from nlgbias.validate import at_least
 
+    at_least(samples, 1, "samples")
     ks, ts = parse_grid(top_k, temperature)
     table = decoding_grid(suite, models=list(models) or ["smollm2-135m"], top_k=ks, temperature=ts,
                           samples=samples, seed=seed, out=out, quiet=quiet)
@@ -378,6 +388,8 @@ def names_suite(names_file, out, suite_name, template) -> None:
     from nlgbias.suites.names import names_suite_yaml
     from nlgbias.store import write_text
 
+    if out.is_dir():
+        raise InputError(f"--out {out}: is a folder; give a file name")
     write_text(out, names_suite_yaml(names_file, name=suite_name, template=template))
     click.echo(f"wrote {out}")
 
@@ -404,6 +416,9 @@ def train_regard(data_path, out, classes, seed, compare, seeds) -> None:
     from nlgbias.training import build_classifier
     from nlgbias.training.dataset import load_dataset
 
+    from nlgbias.validate import at_least
+
+    at_least(seeds, 1, "seeds")
     if data_path is not None and not data_path.is_file():
         raise InputError(f"--data {data_path}: file not found")
     data = load_dataset(data_path)

@@ -7,8 +7,8 @@ group mention masked as XYZ, six regard and six sentiment categories, majority v
 from nlgbias.annotation.agreement import adjudicate, agreement, amiaa, apiaa, correlation_table
 from nlgbias.annotation.categories import REGARD, SENTIMENT, to_classes
 from nlgbias.annotation.sample import annotation_sample, item_id, normalise
-from nlgbias.annotation.sheets import export_sheets, guidelines_html, import_sheets
+from nlgbias.annotation.sheets import export_sheets, guidelines_html, import_sheets, read_items
 
 __all__ = ["REGARD", "SENTIMENT", "adjudicate", "agreement", "amiaa", "annotation_sample", "apiaa",
            "correlation_table", "export_sheets", "guidelines_html", "import_sheets", "item_id", "normalise",
-           "to_classes"]
+           "read_items", "to_classes"]

@@ -48,6 +48,8 @@ def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequen
     if len(set(annotators)) != len(annotators) or not annotators:
         raise InputError(f"--annotators {','.join(annotators)}: give distinct names")
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--out {folder}: is a file; give a folder")
     folder.mkdir(parents=True, exist_ok=True)
     items.to_csv(folder / "items.csv", index=False)
     paths = [folder / "items.csv"]
@@ -63,6 +65,40 @@ def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequen
         paths.append(path)
     paths.append(write_text(folder / "guidelines.html", guidelines_html()))
     return paths
+
+
+ITEMS_NEEDED = ("id", "context", "vader_label")
+
+
+def read_items(path: str | Path) -> pd.DataFrame:
+    """Read ``items.csv`` as written by :func:`export_sheets`, or say in one line what is wrong.
+
+    Returns
+    -------
+    pandas.DataFrame
+        At least ``id, context, vader_label``; one row per item, ids unique.
+    """
+    import io
+
+    path = Path(path)
+    text = read_user_text(path)
+    if not text.strip():
+        raise InputError(f"{path}: empty; give the items.csv that `nlgbias annotate sample` wrote")
+    try:
+        items = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(f"{path}: not a CSV table ({' '.join(str(exc).split())[:120]})") from None
+    missing = [c for c in ITEMS_NEEDED if c not in items.columns]
+    if missing:
+        raise InputError(f"{path}: missing column {', '.join(repr(c) for c in missing)}; need "
+                         f"{', '.join(ITEMS_NEEDED)} (got {', '.join(map(str, items.columns))})")
+    if items.empty:
+        raise InputError(f"{path}: has a header but no items")
+    duplicated = items["id"].duplicated()
+    if duplicated.any():
+        row = int(duplicated.to_numpy().argmax()) + 2
+        raise InputError(f"{path}:{row}: duplicate id {items['id'].iloc[row - 2]}")
+    return items
 
 
 def import_sheets(paths: Sequence[str | Path], *, items: pd.DataFrame | None = None,

@@ -16,7 +16,9 @@ batch sizes.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import hashlib
 import inspect
 import os
@@ -64,6 +66,29 @@ def quiet_transformers() -> None:
     from transformers.utils import logging
 
     logging.disable_progress_bar()
+
+
+@contextlib.contextmanager
+def no_library_bars():
+    """Silence the bar transformers draws with plain tqdm while converting GGUF tensors.
+
+    That loop ignores transformers' ``disable_progress_bar`` switch, and tqdm reads its
+    ``TQDM_DISABLE`` variable only at import, so the module's ``tqdm`` is swapped for a disabled
+    one inside the block and put back after it: nlgbias's own bars keep the one style.
+    """
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # a transformers without GGUF support: nothing to silence
+        yield
+        return
+    original = getattr(gguf_utils, "tqdm", None)
+    if original is not None:
+        gguf_utils.tqdm = functools.partial(original, disable=True)
+    try:
+        yield
+    finally:
+        if original is not None:
+            gguf_utils.tqdm = original
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -324,8 +349,9 @@ def _load_gguf(path: Path):
         except (OSError, ValueError):
             pass  # a damaged cache: rebuild it below
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype="float32")
+        with no_library_bars():  # "Converting and de-quantizing GGUF tensors", drawn with plain tqdm
+            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+            model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype="float32")
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise BackendError(f"model {path}: cannot load this GGUF file with transformers ({_first_line(exc)})") from None
     _save_cache(cache, tokenizer, model)

@@ -4,7 +4,12 @@ Each sample is one ``POST {base_url}/completions`` with its own ``seed``, so ser
 seeds reproduce samples.  Requests run on a bounded thread pool.  Failures that may pass
 (HTTP 429, 5xx, timeouts, refused or reset connections) are retried with exponential backoff,
 waiting what ``Retry-After`` asks when the server sends it; after ``max_retries`` retries the
-backend gives up with one clear error.  Other HTTP errors and malformed JSON fail at once.
+backend gives up with one clear error that names the endpoint.  A malformed or non-object JSON
+body counts as such a failure (a proxy or an overloaded server can cut a body short); other
+HTTP errors (401, 404, ...) fail at once.
+
+:meth:`OpenAIBackend.answer_groups` hands answers back as they arrive, so a run can store
+each one at once: requests are independent, so nothing depends on how they are grouped.
 
 The API key is read from an environment variable (``OPENAI_API_KEY`` unless told otherwise)
 and is only ever put in the ``Authorization`` header: never in info, errors or outputs.
@@ -15,6 +20,7 @@ from __future__ import annotations
 import email.utils
 import json
 import os
+import queue
 import random
 import socket
 import threading
@@ -22,7 +28,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from nlgbias.errors import BackendError
 from nlgbias.models.backend import GenerationRequest
@@ -65,6 +71,10 @@ class OpenAIBackend:
                  send_top_k: bool = True) -> None:
         if concurrency < 1:
             raise BackendError(f"--concurrency {concurrency}: must be at least 1")
+        if max_retries < 0:
+            raise BackendError(f"--max-retries {max_retries}: must be 0 or more")
+        if not timeout > 0:
+            raise BackendError(f"--timeout {timeout}: must be more than 0 seconds")
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id or f"openai:{model}"
@@ -86,6 +96,52 @@ class OpenAIBackend:
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
         """One completion per request, in order; see :class:`~nlgbias.models.backend.Backend`."""
         return self._map(self._complete, list(requests))
+
+    def answer_groups(self, requests: Sequence[GenerationRequest]) -> Iterator[list[tuple[int, str]]]:
+        """Yield ``[(request index, text), ...]`` as answers arrive (all that arrived together).
+
+        With ``concurrency`` requests in flight.  When one request fails for good, no new
+        request starts, the ones in flight finish (their answers are still yielded), and then
+        the first error is raised: an answered request is never thrown away.
+        """
+        requests = list(requests)
+        if not requests:
+            return
+        arrived: queue.Queue = queue.Queue()
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)))
+        futures = []
+        for index, request in enumerate(requests):
+            future = pool.submit(self._complete, request)
+            future.add_done_callback(lambda f, i=index: arrived.put((i, f)))
+            futures.append(future)
+        error: BaseException | None = None
+        remaining = len(futures)
+        try:
+            while remaining:
+                done = [arrived.get()]
+                while True:
+                    try:
+                        done.append(arrived.get_nowait())
+                    except queue.Empty:
+                        break
+                remaining -= len(done)
+                answers = []
+                for index, future in done:
+                    if future.cancelled():
+                        continue
+                    if future.exception() is not None:
+                        if error is None:
+                            error = future.exception()
+                            for other in futures:
+                                other.cancel()  # only those not started yet
+                        continue
+                    answers.append((index, future.result()))
+                if answers:
+                    yield answers
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if error is not None:
+            raise error
 
     def next_token_logprobs(self, contexts: Sequence[str], targets: Sequence[str]) -> list[float]:
         """Log P(target | context) from the server's prompt log-probabilities (``echo``)."""
@@ -180,11 +236,12 @@ class OpenAIBackend:
                 try:
                     reply = json.loads(raw.decode("utf-8"))
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                    raise BackendError(f"endpoint {url}: returned malformed JSON ({exc.__class__.__name__} at byte "
-                                       f"{getattr(exc, 'pos', getattr(exc, 'start', '?'))})") from None
-                if not isinstance(reply, dict):
-                    raise BackendError(f"endpoint {url}: returned JSON that is not an object")
-                return reply
+                    last = (f"returned malformed JSON ({exc.__class__.__name__} at byte "
+                            f"{getattr(exc, 'pos', getattr(exc, 'start', '?'))})")
+                else:
+                    if isinstance(reply, dict):
+                        return reply
+                    last = "returned JSON that is not an object"
             if attempt == self.max_retries:
                 break
             if delay is None:

@@ -89,6 +89,9 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
         base = url or options.api_base or os.environ.get("NLGBIAS_API_BASE") or DEFAULT_API_BASE
         if not name:
             raise BackendError(f"--model {spec}: name the served model, e.g. openai:llama3@http://127.0.0.1:8000/v1")
+        from nlgbias.validate import check_url
+
+        check_url(base, f"--model {spec}" if url else "--api-base (or $NLGBIAS_API_BASE)")
         return ModelRef(spec, "openai", name, f"{base.rstrip('/')}#{name}", {"base_url": base.rstrip("/")})
     if spec.startswith("hf:"):
         hub_id = spec[3:]
@@ -98,6 +101,8 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
         if path.is_file() and path.suffix == ".gguf":
             return ModelRef(spec, "transformers", str(path), file_sha256(path), {})
         if path.is_dir():
+            if not (path / "config.json").is_file():
+                raise BackendError(f"--model {spec}: not a model folder (no config.json) or a .gguf file")
             return ModelRef(spec, "transformers", str(path), folder_sha256(path), {})
         if path.exists():
             raise BackendError(f"--model {spec}: not a model folder or a .gguf file")

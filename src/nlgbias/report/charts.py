@@ -11,23 +11,30 @@ COLORS = {"negative": "#d55e00", "neutral": "#c8c8c8", "positive": "#0072b2"}  #
 EXTRA_COLORS = ("#e69f00", "#56b4e9", "#009e73", "#f0e442", "#cc79a7", "#999999")
 LABEL_WIDTH = 150
 BAR_WIDTH = 300
-ROW = 22
-GAP = 6
-TOP = 30
+ROW = 22  # bar height
+GAP = 18  # between bars: room for the whiskers above and below each bar
+TOP = 34
+WHISKER_OFFSET = 5  # whiskers run this far outside the bar's top and bottom edges
+CAP = 3  # half-height of a whisker's end caps
+MIN_INSIDE = 30  # px: narrower segments show their value beside the bar instead of inside it
+CHAR_WIDTH = 7  # px per character of 11-12 px system-ui text, rounded up (sizes the side column)
 
 
 def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] | None = None) -> list[dict]:
     """One panel per (context, scorer): a horizontal stacked bar per (model, group).
 
     Each bar runs from the first label (left) to the last (right).  Whiskers show the 95% CI
-    of the first label's share (at its right edge) and of the last label's share (at its
-    left edge), which is how Figure 2 of Sheng et al. is read: negative vs positive.
+    of the first label's share (at its right edge, just above the bar) and of the last label's
+    share (at its left edge, just below the bar), which is how Figure 2 of Sheng et al. is read:
+    negative vs positive.  Whiskers stay outside the bar, so they never cross a printed value;
+    a segment too narrow for its value (under ``MIN_INSIDE`` px, about 10%) has it printed to
+    the right of the bar, after n, with its label name.
 
     Returns
     -------
     list of dict
         ``title, width, height, rows, ticks, legend``; every row has ``label, y, n, small_n,
-        segments (x, w, color, text, title), whiskers (x1, x2, y)``.
+        segments (x, w, color, text, title), whiskers (x1, x2, y), side_text``.
     """
     panels = []
     colors = {label: COLORS.get(label, EXTRA_COLORS[i % len(EXTRA_COLORS)]) for i, label in enumerate(labels)}
@@ -50,7 +57,8 @@ def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] |
         ticks = [{"x": LABEL_WIDTH + BAR_WIDTH * t / 100, "text": f"{t}%"} for t in (0, 25, 50, 75, 100)]
         panels.append({
             "title": f"{context} · {scorer}", "context": context, "scorer": scorer,
-            "width": LABEL_WIDTH + BAR_WIDTH + 70, "height": y + 24, "rows": rows, "ticks": ticks,
+            "width": LABEL_WIDTH + BAR_WIDTH + 12 + CHAR_WIDTH * max([9] + [len(r["side_text"]) for r in rows]),
+            "height": y + 24, "rows": rows, "ticks": ticks,
             "axis_y": y, "legend": [{"label": lab, "color": colors[lab]} for lab in labels],
         })
     return panels
@@ -58,13 +66,16 @@ def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] |
 
 def _bar(part: pd.DataFrame, labels: list[str], colors: dict, y: float) -> dict:
     x = LABEL_WIDTH
-    segments = []
+    segments, outside = [], []
     n = int(part["n"].iloc[0]) if len(part) else 0
     for label in labels:
         share = float(part.at[label, "share"]) if label in part.index else 0.0
         width = BAR_WIDTH * share
+        inside = width >= MIN_INSIDE
+        if label in part.index and not inside:
+            outside.append(f"{label} {share:.0%}")
         segments.append({"x": x, "w": width, "color": colors[label], "dark_text": label == "neutral",
-                         "text": f"{share:.0%}" if width >= 30 else "",
+                         "text": f"{share:.0%}" if inside else "",
                          "title": f"{label}: {share:.1%} (95% CI {part.at[label, 'ci_low']:.1%}–"
                                   f"{part.at[label, 'ci_high']:.1%}), n = {n}" if label in part.index else label})
         x += width
@@ -73,10 +84,12 @@ def _bar(part: pd.DataFrame, labels: list[str], colors: dict, y: float) -> dict:
     first, last = labels[0], labels[-1]
     if first in part.index:
         whiskers.append({"x1": LABEL_WIDTH + BAR_WIDTH * float(part.at[first, "ci_low"]),
-                         "x2": LABEL_WIDTH + BAR_WIDTH * float(part.at[first, "ci_high"]), "y": mid - 4})
+                         "x2": LABEL_WIDTH + BAR_WIDTH * float(part.at[first, "ci_high"]), "y": y - WHISKER_OFFSET})
     if last in part.index:
         whiskers.append({"x1": LABEL_WIDTH + BAR_WIDTH * (1 - float(part.at[last, "ci_high"])),
-                         "x2": LABEL_WIDTH + BAR_WIDTH * (1 - float(part.at[last, "ci_low"])), "y": mid + 4})
+                         "x2": LABEL_WIDTH + BAR_WIDTH * (1 - float(part.at[last, "ci_low"])),
+                         "y": y + ROW + WHISKER_OFFSET})
     small = bool(part["small_n"].iloc[0]) if len(part) else True
+    side = f"n={n}{' ⚠' if small else ''}" + ("" if not outside else " · " + ", ".join(outside))
     return {"y": y, "n": n, "small_n": small, "segments": segments, "whiskers": whiskers,
-            "n_x": LABEL_WIDTH + BAR_WIDTH + 6, "text_y": mid + 4}
+            "n_x": LABEL_WIDTH + BAR_WIDTH + 6, "text_y": mid + 4, "side_text": side, "cap": CAP}

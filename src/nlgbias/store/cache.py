@@ -43,6 +43,9 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
                      params: SamplingParams, batch_size: int, progress: Callable | None = None) -> int:
     """Generate every missing batch of ``plan`` and store each batch in one transaction.
 
+    Local models generate fixed batches (a resumed run is bit-identical); server models
+    (backends with ``answer_groups``) get only the missing samples, each stored as it arrives.
+
     Parameters
     ----------
     plan : pandas.DataFrame
@@ -68,16 +71,18 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
         by_model.setdefault(batch["model"].iloc[0], []).append(batch)
     for model_id, model_batches in by_model.items():
         backend = load(model_id)
+        if hasattr(backend, "answer_groups"):
+            generated += _fill_as_answered(pd.concat(model_batches), store, backend, params=params,
+                                           progress=progress)
+            continue
         bar = progress(model_id, sum(len(b) for b in model_batches)) if progress else None
         try:
             for batch in model_batches:
                 requests = [GenerationRequest(prompt, params, int(seed))
                             for prompt, seed in zip(batch["prompt"], batch["seed"])]
                 texts = backend.generate(requests)
-                store.add_generations([
-                    {"generation_id": gid, "model": model_id, "prompt": prompt, "params": params.to_dict(),
-                     "seed": int(seed), "continuation": text}
-                    for gid, prompt, seed, text in zip(batch["generation_id"], batch["prompt"], batch["seed"], texts)])
+                store.add_generations(generation_rows(model_id, params, zip(batch["generation_id"], batch["prompt"],
+                                                                            batch["seed"], texts)))
                 generated += len(batch)
                 if bar:
                     bar.update(len(batch))
@@ -86,6 +91,40 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
                 bar.close()
             backend.close()
     return generated
+
+
+def generation_rows(model_id: str, params: SamplingParams, samples) -> list[dict]:
+    """Store rows from ``(generation_id, prompt, seed, continuation)`` tuples of one model."""
+    settings = params.to_dict()
+    return [{"generation_id": gid, "model": model_id, "prompt": prompt, "params": settings, "seed": int(seed),
+             "continuation": text} for gid, prompt, seed, text in samples]
+
+
+def _fill_as_answered(rows: pd.DataFrame, store: RunStore, backend, *, params: SamplingParams,
+                      progress: Callable | None) -> int:
+    """Server models: request only the missing samples and store each answer as it arrives.
+
+    A server's sample does not depend on the other requests sent with it, so batches do not
+    matter there; what matters is that a request that fails for good loses nothing answered.
+    """
+    model_id = rows["model"].iloc[0]
+    rows = rows[~rows["generation_id"].isin(store.existing_generations(rows["generation_id"]))]
+    ids, prompts, seeds = list(rows["generation_id"]), list(rows["prompt"]), [int(s) for s in rows["seed"]]
+    bar = progress(model_id, len(ids)) if progress else None
+    stored = 0
+    try:
+        requests = [GenerationRequest(prompt, params, seed) for prompt, seed in zip(prompts, seeds)]
+        for answers in backend.answer_groups(requests):
+            store.add_generations(generation_rows(model_id, params,
+                                                  ((ids[i], prompts[i], seeds[i], text) for i, text in answers)))
+            stored += len(answers)
+            if bar:
+                bar.update(len(answers))
+    finally:
+        if bar:
+            bar.close()
+        backend.close()
+    return stored
 
 
 def fill_scores(texts: Sequence[str], scorer, store: RunStore, *, batch_size: int = 512,

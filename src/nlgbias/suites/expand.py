@@ -62,3 +62,16 @@ def expand_suite(suite: Suite) -> pd.DataFrame:
             row.update({name: group.attributes.get(name) for name in names})
             rows.append(row)
     return pd.DataFrame(rows, columns=PROMPT_COLUMNS + names)
+
+
+def suite_prompts(suite: Suite) -> pd.DataFrame:
+    """Every prompt a run of ``suite`` sends, whatever its kind (``prompt_id, prompt``, ...).
+
+    Generation suites: :func:`expand_suite`.  Pronoun suites: their prompt sets with every
+    perturbation (see :func:`nlgbias.pronoun_run.pronoun_prompts`).
+    """
+    if suite.kind == "pronoun":
+        from nlgbias.pronoun_run import pronoun_prompts
+
+        return pronoun_prompts(suite)
+    return expand_suite(suite)

@@ -43,6 +43,9 @@ RESERVED_ATTRIBUTES = {
 }
 ID_PATTERN = re.compile(r"^[^\W_][\w .'-]*$")
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+MAX_SUITE_BYTES = 5_000_000  # a suite lists templates and groups; the largest built-in one is ~40 kB
+MAX_SUITE_NODES = 500_000  # YAML nodes after resolving aliases (a "billion laughs" file stops here)
+MAX_PROMPTS = 100_000  # templates x groups
 TRUNCATE_PATTERN = re.compile(r"^(first_sentence|none|words:[1-9][0-9]*)$")
 
 
@@ -189,6 +192,10 @@ def _dotted(at: tuple) -> str:
 
 def _read(path: Path) -> _Doc:
     try:
+        size = path.stat().st_size
+        if size > MAX_SUITE_BYTES:
+            raise SuiteError(f"{path}: suite file is {size / 1e6:.1f} MB; the limit is {MAX_SUITE_BYTES // 1_000_000} MB "
+                             f"(a suite lists templates and groups, not samples)")
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise SuiteError(f"{path}: not UTF-8 text") from None
@@ -207,11 +214,23 @@ def _read(path: Path) -> _Doc:
         loader.dispose()
     lines: dict[tuple, int] = {}
     if node is not None:
-        _collect_lines(node, (), lines)
+        try:
+            _collect_lines(node, (), lines)
+        except RecursionError:
+            raise SuiteError(f"{path}: nested too deeply to be a suite") from None
+        except _TooLarge as exc:
+            raise SuiteError(f"{path}:{exc.args[0]}: more than {MAX_SUITE_NODES:,} YAML values (after expanding "
+                             f"aliases); too large to be a suite") from None
     return _Doc(path, data, lines)
 
 
+class _TooLarge(Exception):
+    """Raised with the line where a document passed :data:`MAX_SUITE_NODES`."""
+
+
 def _collect_lines(node: yaml.Node, at: tuple, lines: dict[tuple, int]) -> None:
+    if len(lines) >= MAX_SUITE_NODES:
+        raise _TooLarge(node.start_mark.line + 1)
     lines[at] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
@@ -256,7 +275,11 @@ def _resolve(path: Path, *, seen: tuple[Path, ...]) -> _Raw:
         target = doc.data["include"]
         if not isinstance(target, str):
             raise doc.fail(("include",), "must be a suite name or a file path")
-        include_path = resolve_suite_path(target, relative_to=path.parent)
+        try:
+            include_path = resolve_suite_path(target, relative_to=path.parent)
+        except SuiteError:
+            raise doc.fail(("include",), f"{target}: no such built-in suite or file (looked next to this file "
+                                         f"and in the built-in suites)") from None
         if include_path.resolve() in seen or include_path.resolve() == path.resolve():
             raise doc.fail(("include",), "includes itself")
         raw = _resolve(include_path, seen=seen + (path.resolve(),))
@@ -317,6 +340,9 @@ def _build(raw: _Raw) -> Suite:
             raise value_doc.fail((key,), "only pronoun suites (kind: pronoun) take this key")
     groups = _groups(raw.lists["groups"], doc)
     templates = _templates(raw.lists["templates"], doc)
+    if len(templates) * len(groups) > MAX_PROMPTS:
+        raise doc.fail(("templates",), f"{len(templates)} templates x {len(groups)} groups = "
+                                       f"{len(templates) * len(groups):,} prompts; the limit is {MAX_PROMPTS:,}")
     comparisons = _comparisons(raw.lists["comparisons"], groups, default="comparisons" not in raw.given)
     sampling = _sampling(*raw.scalars.get("sampling", ({}, doc)))
     truncate, truncate_doc = raw.scalars.get("truncate", ("first_sentence", doc))

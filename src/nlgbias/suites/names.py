@@ -31,6 +31,12 @@ def names_suite_yaml(path: str | Path, *, name: str = "my-names", template: str 
         ``<file>: missing column 'continent'; need name, gender, continent`` and the like, or a
         row's bad gender, or a name given two genders.
     """
+    from nlgbias.suites.loader import ID_PATTERN
+
+    if not ID_PATTERN.match(name):
+        raise InputError(f"--name {name}: use letters, digits, '-', '_', '.' or spaces, starting with a letter or digit")
+    if template.count("{group}") != 1 or template.replace("{group}", "").count("{"):
+        raise InputError(f"--template {template}: needs one {{group}} placeholder and no other braces")
     path = Path(path)
     text = read_user_text(path)
     reader = csv.DictReader(text.splitlines())

@@ -27,9 +27,23 @@ def dataset_dir() -> Path:
     return Path(str(resources.files("nlgbias").joinpath("data", "regard")))
 
 
+DATASET_COLUMNS = ("text", "regard_3", "regard_4", "split")
+
+
 def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
-    """The annotated regard dataset (``regard.csv``)."""
-    return pd.read_csv(path or dataset_dir() / "regard.csv", keep_default_na=False, na_values=[""])
+    """The annotated regard dataset (``regard.csv``); one-line InputError for a file that is not one."""
+    from nlgbias.errors import InputError
+
+    source = Path(path) if path is not None else dataset_dir() / "regard.csv"
+    try:
+        table = pd.read_csv(source, keep_default_na=False, na_values=[""])
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(f"{source}: not a CSV table ({type(exc).__name__})") from None
+    missing = [c for c in DATASET_COLUMNS if c not in table.columns]
+    if missing:
+        raise InputError(f"{source}: missing column {', '.join(repr(c) for c in missing)}; need at least "
+                         f"{', '.join(DATASET_COLUMNS)} (like the shipped regard.csv)")
+    return table
 
 
 def word_set(text: str) -> frozenset[str]:

@@ -1,0 +1,80 @@
+"""Read a finished run's folder back (metrics.json, samples.parquet, manifest.json) to re-render it.
+
+The files are the user's to move, copy and edit, so each is checked on the way in: a missing,
+unreadable or malformed one gives one :class:`~nlgbias.errors.InputError` line naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from nlgbias.errors import InputError
+from nlgbias.metrics.results import METRICS_FILE, Results
+
+NEEDED = (METRICS_FILE, "samples.parquet", "manifest.json")
+MANIFEST_KEYS = ("run_id", "suite", "models", "statistics")
+
+
+def _json_object(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text; the run wrote JSON here") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); rerun the run to rebuild it") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: holds JSON that is not an object; rerun the run to rebuild it")
+    return data
+
+
+def read_run_folder(folder: str | Path) -> tuple[Results, pd.DataFrame, dict]:
+    """``(results, samples, manifest)`` of a finished run in ``folder``.
+
+    Raises
+    ------
+    InputError
+        ``<file>: missing``, ``not valid JSON``, ``not a Parquet file`` or ``lacks <key>``.
+    """
+    folder = Path(folder)
+    for name in NEEDED:
+        if not (folder / name).is_file():
+            raise InputError(f"{folder / name}: missing; run `nlgbias run ... --out {folder}` first")
+    metrics_path = folder / METRICS_FILE
+    _json_object(metrics_path)  # a clean one-line error for text that is not JSON
+    try:
+        results = Results.read(folder)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"{metrics_path}: not the metrics file of a run ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:80]}); rerun the run to rebuild it") from None
+    manifest = _json_object(folder / "manifest.json")
+    missing = [key for key in MANIFEST_KEYS if key not in manifest]
+    if missing:
+        raise InputError(f"{folder / 'manifest.json'}: lacks {', '.join(missing)}; rerun the run to rebuild it")
+    try:
+        samples = pd.read_parquet(folder / "samples.parquet")
+    except Exception as exc:  # pyarrow raises several types for a damaged file; any of them means the same
+        raise InputError(f"{folder / 'samples.parquet'}: not a readable Parquet file ({type(exc).__name__}); "
+                         f"rerun the run to rebuild it") from None
+    return results, samples, manifest
+
+
+def rerender_report(folder: str | Path) -> Path:
+    """Write ``folder/report.html`` again from the run's outputs; return its path."""
+    import jinja2
+
+    from nlgbias.report.html import write_report
+
+    folder = Path(folder)
+    results, samples, manifest = read_run_folder(folder)
+    try:
+        write_report(folder / "report.html", results, samples, manifest)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, jinja2.UndefinedError) as exc:
+        raise InputError(f"{folder}: metrics.json, samples.parquet and manifest.json do not fit together "
+                         f"({type(exc).__name__}: {' '.join(str(exc).split())[:80]}); rerun the run to rebuild "
+                         f"them") from None
+    return folder / "report.html"

@@ -1,0 +1,95 @@
+"""Check run options on entry, before any suite, store or model is touched.
+
+``audit.run()`` and the command line both call :func:`check_run_options`; a bad value raises
+:class:`~nlgbias.errors.InputError` with one line that names the option.  ``flags=True`` names
+the command-line flags (``--timeout``), ``flags=False`` the Python keywords (``timeout=``), so
+each caller reads its own words.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from urllib.parse import urlsplit
+
+from nlgbias.errors import InputError
+
+DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:[0-9]+)?)$")
+
+
+def _name(option: str, flags: bool) -> str:
+    return f"--{option.replace('_', '-')}" if flags else f"{option}="
+
+
+def _number(value, option: str, flags: bool, *, whole: bool) -> float:
+    name = _name(option, flags)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (whole and not isinstance(value, int)):
+        raise InputError(f"{name}{' ' if flags else ''}{value!r}: must be a {'whole ' if whole else ''}number")
+    if not math.isfinite(value):
+        raise InputError(f"{name}{' ' if flags else ''}{value}: must be a finite number")
+    return value
+
+
+def at_least(value, minimum, option: str, *, flags: bool = True, whole: bool = True, why: str = "") -> None:
+    """Raise unless ``value`` is a number >= ``minimum`` (a whole number unless ``whole=False``)."""
+    _number(value, option, flags, whole=whole)
+    if value < minimum:
+        sep = " " if flags else ""
+        kind = "a whole number of at least" if whole else "at least"
+        raise InputError(f"{_name(option, flags)}{sep}{value}: must be {kind} {minimum}{why}")
+
+
+def check_device(device: str, *, flags: bool = True) -> None:
+    """``auto``, ``cpu``, ``mps``, ``cuda`` or ``cuda:N``; CUDA and MPS must be present."""
+    name = _name("device", flags)
+    sep = " " if flags else ""
+    if not isinstance(device, str) or not DEVICE_PATTERN.match(device):
+        raise InputError(f"{name}{sep}{device}: unknown device; use auto, cpu, cuda, cuda:N or mps")
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InputError(f"{name}{sep}{device}: this machine has no usable CUDA device; use --device cpu or auto")
+        index = int(device.partition(":")[2] or 0)
+        if index >= torch.cuda.device_count():
+            raise InputError(f"{name}{sep}{device}: only {torch.cuda.device_count()} CUDA device(s) here")
+    if device == "mps":
+        import torch
+
+        if not torch.backends.mps.is_available():
+            raise InputError(f"{name}{sep}{device}: MPS is not available here; use --device cpu or auto")
+
+
+def check_url(url: str, where: str) -> None:
+    """A server base URL must be ``http://HOST...`` or ``https://HOST...``."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InputError(f"{where}: {url!r} is not a server URL; write it with its scheme, e.g. "
+                         f"http://127.0.0.1:8000/v1")
+
+
+def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device, concurrency, timeout,
+                      max_retries, api_base=None, models=(), flags: bool = True) -> None:
+    """Every numeric and device option of a run, checked before anything loads."""
+    at_least(samples, 1, "samples", flags=flags)
+    at_least(batch_size, 1, "batch_size", flags=flags)
+    at_least(n_boot, 100, "n_boot", flags=flags, why=" bootstrap replicates")
+    _number(confidence, "confidence", flags, whole=False)
+    if not 0 < confidence < 1:
+        raise InputError(f"{_name('confidence', flags)}{' ' if flags else ''}{confidence}: must be between 0 and 1, "
+                         f"e.g. 0.95")
+    at_least(min_n, 1, "min_n", flags=flags)
+    at_least(concurrency, 1, "concurrency", flags=flags)
+    _number(timeout, "timeout", flags, whole=False)
+    if timeout <= 0:
+        raise InputError(f"{_name('timeout', flags)}{' ' if flags else ''}{timeout}: must be more than 0 seconds")
+    at_least(max_retries, 0, "max_retries", flags=flags)
+    check_device(device, flags=flags)
+    if api_base:
+        check_url(api_base, f"{_name('api_base', flags).rstrip('=')}")
+    for spec in models:
+        if isinstance(spec, str) and spec.startswith("openai:") and "@" in spec:
+            check_url(spec.partition("@")[2], f"--model {spec}" if flags else f"models=[{spec!r}]")
+
+
+__all__ = ["at_least", "check_device", "check_url", "check_run_options"]

@@ -1,0 +1,366 @@
+"""The standing bad-input suite: every command and option, one case per way to get it wrong.
+
+Each case runs ``nlgbias ...`` in-process and asserts the promise of the README: exit code 2,
+exactly one line on stderr starting ``Error:`` (with the expected words), no traceback, and
+nothing changed on disk: every file under the test folder keeps its bytes (no file appears
+or disappears) and the finished run's store keeps every row.  The cases share one finished
+run, one annotation folder and the damaged inputs, all built once (fake model, vader scorer).
+Counted and explained in docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlgbias.cli import main
+
+OK_SUITE = "suite: ok\ngroups:\n  - {id: a, text: The A, attributes: {axis: g}}\n  - {id: b, text: The B, attributes: {axis: g}}\ntemplates:\n  - {id: t, context: c, text: '{group} was'}\n"
+
+
+def call(capsys, args):
+    with pytest.raises(SystemExit) as caught:
+        main([str(a) for a in args])
+        raise SystemExit(0)
+    out, err = capsys.readouterr()
+    return caught.value.code, out, err
+
+
+def suite_file(folder: Path, name: str, text: str | bytes) -> Path:
+    path = folder / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """Everything the cases point at, built once; afterwards nothing may change."""
+    base = tmp_path_factory.mktemp("bad-inputs")
+    w = {"base": base}
+    finished = base / "finished"
+    import nlgbias
+
+    nlgbias.run("sheng2019", models=["fake"], samples=1, scorers=["vader"], n_boot=100, out=finished, quiet=True)
+    w["finished"] = finished
+    annotation = base / "annotation"
+    code = main_quiet(["annotate", "sample", str(finished), "--out", str(annotation), "--k-positive", "1",
+                       "--k-negative", "1"])
+    assert code == 0
+    w["annotation"] = annotation
+    items = pd.read_csv(annotation / "items.csv", dtype=str)
+    w["items"] = annotation / "items.csv"
+    w["sheet"] = annotation / "sheet-a1.csv"
+    sheet = pd.read_csv(w["sheet"], dtype=str, keep_default_na=False)
+    filled = sheet.assign(regard="positive", sentiment="positive")
+    inputs = base / "inputs"
+    inputs.mkdir()
+    filled.to_csv(inputs / "sheet-a1.csv", index=False)
+    w["filled"] = inputs / "sheet-a1.csv"
+    for name, sheet_copy in {"unknown": filled.assign(id="nope"), "noid": filled.assign(id=""),
+                             "badlabel": filled.assign(regard="great")}.items():
+        (inputs / name).mkdir()
+        sheet_copy.to_csv(inputs / name / "sheet-a1.csv", index=False)
+    (inputs / "items-empty.csv").write_text("")
+    items.drop(columns=["id"]).to_csv(inputs / "items-noid.csv", index=False)
+    items.head(0).to_csv(inputs / "items-header.csv", index=False)
+    pd.concat([items, items.head(1)]).to_csv(inputs / "items-dup.csv", index=False)
+    (inputs / "items-latin.csv").write_bytes("id,context,vader_label\ncaf\xe9,c,positive\n".encode("latin-1"))
+    (inputs / "items-garbage.csv").write_text('id,context,vader_label\n"unterminated,c\n')
+    # damaged copies of the finished run, one file each
+    for name, content in {"metrics-garbage": ("metrics.json", b"{not json"),
+                          "metrics-list": ("metrics.json", b"[1, 2]"),
+                          "metrics-empty-object": ("metrics.json", b"{}"),
+                          "metrics-latin": ("metrics.json", "caf\xe9".encode("latin-1")),
+                          "metrics-wrong-tables": ("metrics.json", b'{"meta": {"columns": {"shares": 5}}}'),
+                          "samples-garbage": ("samples.parquet", b"PAR1 not really"),
+                          "samples-empty": ("samples.parquet", b""),
+                          "manifest-garbage": ("manifest.json", b"\x00\x01"),
+                          "manifest-empty-object": ("manifest.json", b"{}"),
+                          "manifest-list": ("manifest.json", b"[]"),
+                          "no-metrics": ("metrics.json", None)}.items():
+        copy = base / name
+        shutil.copytree(finished, copy, ignore=shutil.ignore_patterns("store.sqlite*"))
+        if content[1] is None:
+            (copy / content[0]).unlink()
+        else:
+            (copy / content[0]).write_bytes(content[1])
+        w[name] = copy
+    novader = base / "no-vader"
+    novader.mkdir()
+    pd.read_parquet(finished / "samples.parquet").drop(columns=["vader_label"]).to_parquet(novader / "samples.parquet")
+    w["no-vader"] = novader
+    empty_store = base / "empty-store"
+    empty_store.mkdir()
+    (empty_store / "store.sqlite").write_bytes(b"")
+    w["empty-store"] = empty_store
+    w["afile"] = suite_file(inputs, "afile", "x")
+    w["latin"] = suite_file(inputs, "latin.txt", "fine\ncaf\xe9\n".encode("latin-1"))
+    w["texts"] = suite_file(inputs, "texts.txt", "XYZ was kind.\n")
+    w["names-nocol"] = suite_file(inputs, "names-nocol.csv", "name,sex\nAmina,F\n")
+    w["names-conflict"] = suite_file(inputs, "names-conflict.csv", "name,gender,continent\nAmina,F,Africa\nAmina,M,Asia\n")
+    w["names-badgender"] = suite_file(inputs, "names-bad.csv", "name,gender,continent\nAmina,X,Africa\n")
+    w["names"] = suite_file(inputs, "names.csv", "name,gender,continent\nAmina,F,Africa\n")
+    w["bls-typo"] = suite_file(inputs, "bls.csv", "job,bls_title,gendered,source\nnurse,Registred nurses,false,mine\n")
+    w["regard-nocols"] = suite_file(inputs, "regard.csv", "a,b\n1,2\n")
+    # suites
+    s = {}
+    s["syntax"] = suite_file(inputs, "syntax.yaml", "suite: x\ngroups: [\n")
+    s["list"] = suite_file(inputs, "list.yaml", "- a\n- b\n")
+    s["unknown-key"] = suite_file(inputs, "unknown-key.yaml", OK_SUITE + "colour: red\n")
+    s["dup-group"] = suite_file(inputs, "dup.yaml", OK_SUITE.replace("{id: b,", "{id: a,"))
+    s["no-placeholder"] = suite_file(inputs, "noph.yaml", OK_SUITE.replace("'{group} was'", "no placeholder"))
+    s["missing-include"] = suite_file(inputs, "inc.yaml", "include: nowhere.yaml\nsuite: y\n")
+    s["self-include"] = suite_file(inputs, "self.yaml", "include: self.yaml\nsuite: y\n")
+    s["latin"] = suite_file(inputs, "latin.yaml", OK_SUITE.replace("The A", "caf\xe9").encode("latin-1"))
+    s["version"] = suite_file(inputs, "version.yaml", OK_SUITE + "version: 0\n")
+    s["kind"] = suite_file(inputs, "kind.yaml", OK_SUITE + "kind: poem\n")
+    s["truncate"] = suite_file(inputs, "truncate.yaml", OK_SUITE + "truncate: words:0\n")
+    s["analysis"] = suite_file(inputs, "analysis.yaml", OK_SUITE + "analyses: [magic]\n")
+    s["scorers"] = suite_file(inputs, "scorers.yaml", OK_SUITE + "scorers: []\n")
+    s["sampling"] = suite_file(inputs, "sampling.yaml", OK_SUITE + "sampling: {temprature: 1}\n")
+    s["no-groups"] = suite_file(inputs, "nogroups.yaml", "suite: x\ntemplates:\n  - {id: t, context: c, text: '{group} was'}\n")
+    s["empty"] = suite_file(inputs, "empty.yaml", "")
+    s["huge"] = suite_file(inputs, "huge.yaml", OK_SUITE + "#" + "x" * 5_100_000 + "\n")
+    many = "suite: many\ngroups:\n" + "".join(f"  - {{id: g{i}, text: G{i}, attributes: {{axis: x}}}}\n" for i in range(400)) + "templates:\n" + \
+        "".join(f"  - {{id: t{i}, context: c, text: '{{group}} number {i}'}}\n" for i in range(300))
+    s["many-prompts"] = suite_file(inputs, "many.yaml", many)
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(7)) + "suite: bomb\n"
+    s["alias-bomb"] = suite_file(inputs, "bomb.yaml", bomb)
+    s["pronoun-key"] = suite_file(inputs, "pk.yaml", OK_SUITE + "continuations: [' he']\n")
+    s["template-field"] = suite_file(inputs, "tf.yaml", OK_SUITE.replace("context: c, ", ""))
+    w["suites"] = s
+    return w
+
+
+def main_quiet(args) -> int:
+    try:
+        main(args)
+    except SystemExit as exc:
+        return exc.code or 0
+    return 0
+
+
+def snapshot(base: Path) -> dict:
+    """Every file's SHA-256 (the store by its rows: SQLite may rewrite pages it did not change)."""
+    state = {}
+    for path in sorted(base.rglob("*")):
+        if path.is_file() and not path.name.startswith("store.sqlite"):
+            state[str(path.relative_to(base))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    store = base / "finished" / "store.sqlite"
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        for table in ("generations", "scores", "runs", "models", "records"):
+            state[f"store:{table}"] = db.execute(f"SELECT COUNT(*), group_concat(rowid) FROM {table}").fetchone()
+    state["empty-store"] = (base / "empty-store" / "store.sqlite").stat().st_size
+    return state
+
+
+def _cuda_case():
+    import torch
+
+    return "cuda" if not torch.cuda.is_available() else "cuda:99"
+
+
+F = "{finished}"
+RUN = ["run", "sheng2019", "--model", "fake", "--samples", "1", "--scorer", "vader", "--quiet", "--out", F]
+
+# (case id, arguments with {placeholders} from the world, words the one Error line must contain)
+CASES = [
+    # run: numbers
+    ("run-samples-0", RUN + ["--samples", "0"], "--samples 0: must be a whole number of at least 1"),
+    ("run-samples-negative", RUN + ["--samples", "-3"], "--samples -3: must be a whole number of at least 1"),
+    ("run-samples-word", RUN + ["--samples", "many"], "Invalid value for '--samples'"),
+    ("run-batch-size-0", RUN + ["--batch-size", "0"], "--batch-size 0: must be a whole number of at least 1"),
+    ("run-batch-size-word", RUN + ["--batch-size", "x"], "Invalid value for '--batch-size'"),
+    ("run-max-new-tokens-0", RUN + ["--max-new-tokens", "0"], "--max-new-tokens:"),
+    ("run-max-new-tokens-negative", RUN + ["--max-new-tokens", "-1"], "--max-new-tokens:"),
+    ("run-temperature-negative", RUN + ["--temperature", "-1"], "--temperature:"),
+    ("run-temperature-word", RUN + ["--temperature", "hot"], "Invalid value for '--temperature'"),
+    ("run-top-k-negative", RUN + ["--top-k", "-1"], "--top-k:"),
+    ("run-top-p-0", RUN + ["--top-p", "0"], "--top-p: top_p must be in (0, 1], got 0.0"),
+    ("run-top-p-above-1", RUN + ["--top-p", "1.5"], "--top-p: top_p must be in (0, 1]"),
+    ("run-dtype", RUN + ["--dtype", "int8"], "Invalid value for '--dtype'"),
+    ("run-device-bogus", RUN + ["--device", "bogus"], "--device bogus: unknown device; use auto, cpu, cuda, cuda:N or mps"),
+    ("run-device-empty", RUN + ["--device", ""], "--device : unknown device"),
+    ("run-device-cuda-missing", RUN + ["--device", "{cuda}"], "--device {cuda}:"),
+    ("run-device-gpu", RUN + ["--device", "gpu"], "--device gpu: unknown device"),
+    ("run-concurrency-0", RUN + ["--concurrency", "0"], "--concurrency 0: must be a whole number of at least 1"),
+    ("run-timeout-negative", RUN + ["--timeout", "-1"], "--timeout -1.0: must be more than 0 seconds"),
+    ("run-timeout-0", RUN + ["--timeout", "0"], "--timeout 0.0: must be more than 0 seconds"),
+    ("run-timeout-nan", RUN + ["--timeout", "nan"], "--timeout nan: must be a finite number"),
+    ("run-timeout-word", RUN + ["--timeout", "soon"], "Invalid value for '--timeout'"),
+    ("run-max-retries-negative", RUN + ["--max-retries", "-1"], "--max-retries -1: must be a whole number of at least 0"),
+    ("run-n-boot-small", RUN + ["--n-boot", "5"], "--n-boot 5: must be a whole number of at least 100"),
+    ("run-n-boot-word", RUN + ["--n-boot", "x"], "Invalid value for '--n-boot'"),
+    ("run-min-n-negative", RUN + ["--min-n", "-1"], "--min-n -1: must be a whole number of at least 1"),
+    ("run-min-n-0", RUN + ["--min-n", "0"], "--min-n 0: must be a whole number of at least 1"),
+    ("run-seed-word", RUN + ["--seed", "x"], "Invalid value for '--seed'"),
+    ("run-unknown-option", RUN + ["--bogus"], "No such option '--bogus'. Did you mean '--out'?"),
+    # run: models and servers
+    ("run-model-empty", ["run", "--model", "", "--out", F, "--quiet"], "--model: empty value"),
+    ("run-model-alias-typo", ["run", "--model", "smollm2", "--out", F, "--quiet"], "--model smollm2: unknown model alias; did you mean smollm2-135m?"),
+    ("run-model-missing-file", ["run", "--model", "./nope/model.gguf", "--out", F, "--quiet"], "--model ./nope/model.gguf: file not found"),
+    ("run-model-not-a-model", ["run", "--model", "{afile}", "--out", F, "--quiet"], "not a model folder or a .gguf file"),
+    ("run-model-url-without-scheme", RUN + ["--model", "openai:x@127.0.0.1:9/v1"], "--model openai:x@127.0.0.1:9/v1: '127.0.0.1:9/v1' is not a server URL"),
+    ("run-model-url-ftp", RUN + ["--model", "openai:x@ftp://h/v1"], "is not a server URL"),
+    ("run-model-url-host-only", RUN + ["--model", "openai:x@localhost:8000"], "is not a server URL"),
+    ("run-model-openai-no-name", RUN + ["--model", "openai:"], "--model openai:: name the served model"),
+    ("run-api-base-without-scheme", RUN + ["--model", "openai:x", "--api-base", "127.0.0.1:9/v1"], "--api-base: '127.0.0.1:9/v1' is not a server URL"),
+    ("run-model-twice", ["run", "--model", "fake", "--model", "fake", "--out", F, "--quiet"], "--model: the same model is given twice"),
+    ("run-model-dir-not-a-model", ["run", "--model", "{base}/inputs", "--out", F, "--quiet"], "not a model folder (no config.json) or a .gguf file"),
+    # run: scorers, mappings, outputs
+    ("run-scorer-unknown", RUN[:-1] + ["{finished}", "--scorer", "nope"], "--scorer nope: unknown scorer"),
+    ("run-analysis-needs-scorer", ["run", "kirk2021-identity", "--model", "fake", "--scorer", "vader", "--out", F, "--quiet"], "needs the occupation scorer"),
+    ("run-bls-mapping-missing", ["run", "kirk2021-identity", "--model", "fake", "--bls-mapping", "{base}/none.csv", "--out", F, "--quiet"], "none.csv"),
+    ("run-bls-mapping-typo", ["run", "kirk2021-identity", "--model", "fake", "--bls-mapping", "{bls-typo}", "--out", F, "--quiet"], "BLS title 'Registred nurses' is not in us_rows_data.csv"),
+    ("run-out-is-a-file", RUN[:-1] + ["{afile}"], "is a file; give a folder"),
+    ("run-out-under-a-file", RUN[:-1] + ["{afile}/sub"], "cannot create or write this folder"),
+    ("run-empty-store", RUN[:-1] + ["{empty-store}"], "the run store is empty (0 bytes)"),
+    # run: suites
+    ("suite-unknown-name", ["run", "nosuch", "--model", "fake", "--out", F], "suite nosuch: no such built-in suite or file"),
+    ("suite-yaml-syntax", ["run", "{s:syntax}", "--model", "fake", "--out", F], "invalid YAML"),
+    ("suite-not-a-mapping", ["run", "{s:list}", "--model", "fake", "--out", F], "a suite must be a mapping"),
+    ("suite-unknown-key", ["run", "{s:unknown-key}", "--model", "fake", "--out", F], "colour: unknown key"),
+    ("suite-duplicate-group", ["run", "{s:dup-group}", "--model", "fake", "--out", F], "duplicate group 'a'"),
+    ("suite-no-placeholder", ["run", "{s:no-placeholder}", "--model", "fake", "--out", F], "has no {group} placeholder"),
+    ("suite-missing-include", ["run", "{s:missing-include}", "--model", "fake", "--out", F], "inc.yaml:1: include: nowhere.yaml: no such built-in suite or file"),
+    ("suite-includes-itself", ["run", "{s:self-include}", "--model", "fake", "--out", F], "include: includes itself"),
+    ("suite-not-utf8", ["run", "{s:latin}", "--model", "fake", "--out", F], "not UTF-8 text"),
+    ("suite-version-0", ["run", "{s:version}", "--model", "fake", "--out", F], "version: must be a positive integer"),
+    ("suite-unknown-kind", ["run", "{s:kind}", "--model", "fake", "--out", F], "unknown kind 'poem'"),
+    ("suite-bad-truncate", ["run", "{s:truncate}", "--model", "fake", "--out", F], "truncate: must be first_sentence, none or words:N"),
+    ("suite-unknown-analysis", ["run", "{s:analysis}", "--model", "fake", "--out", F], "unknown analysis 'magic'"),
+    ("suite-no-scorers", ["run", "{s:scorers}", "--model", "fake", "--out", F], "scorers: must be a non-empty list"),
+    ("suite-sampling-typo", ["run", "{s:sampling}", "--model", "fake", "--out", F], "temprature"),
+    ("suite-no-groups", ["run", "{s:no-groups}", "--model", "fake", "--out", F], "groups"),
+    ("suite-empty-file", ["run", "{s:empty}", "--model", "fake", "--out", F], "a suite must be a mapping"),
+    ("suite-too-large", ["run", "{s:huge}", "--model", "fake", "--out", F], "suite file is 5.1 MB; the limit is 5 MB"),
+    ("suite-too-many-prompts", ["run", "{s:many-prompts}", "--model", "fake", "--out", F], "300 templates x 400 groups = 120,000 prompts; the limit is 100,000"),
+    ("suite-alias-bomb", ["run", "{s:alias-bomb}", "--model", "fake", "--out", F], "too large to be a suite"),
+    ("suite-pronoun-key", ["run", "{s:pronoun-key}", "--model", "fake", "--out", F], "only pronoun suites"),
+    ("suite-template-field", ["run", "{s:template-field}", "--model", "fake", "--out", F], "context"),
+    ("suite-is-a-folder", ["run", "{base}/inputs", "--model", "fake", "--out", F], "no such built-in suite or file"),
+    # suites
+    ("suites-unknown", ["suites", "nosuch"], "suite nosuch: no such built-in suite or file"),
+    ("suites-bad-yaml", ["suites", "{s:syntax}"], "invalid YAML"),
+    ("suites-dup-group", ["suites", "{s:dup-group}"], "duplicate group 'a'"),
+    # score
+    ("score-unknown-scorer", ["score", "--scorer", "vadr", "--input", "{texts}", "--output", "{base}/o.jsonl"], "--scorer vadr: unknown scorer; did you mean vader?"),
+    ("score-missing-input", ["score", "--scorer", "vader", "--input", "{base}/none.txt", "--output", "{base}/o.jsonl"], "none.txt: file not found"),
+    ("score-input-not-utf8", ["score", "--scorer", "vader", "--input", "{latin}", "--output", "{base}/o.jsonl"], "latin.txt:2: not UTF-8 text"),
+    ("score-input-is-a-folder", ["score", "--scorer", "vader", "--input", "{base}/inputs", "--output", "{base}/o.jsonl"], "is a folder; give a file"),
+    ("score-output-is-a-folder", ["score", "--scorer", "vader", "--input", "{texts}", "--output", "{base}/inputs"], "is a folder; give a file name"),
+    ("score-output-under-a-file", ["score", "--scorer", "vader", "--input", "{texts}", "--output", "{afile}/o.jsonl"], "cannot write"),
+    ("score-empty-mask", ["score", "--scorer", "vader", "--input", "{texts}", "--output", "{base}/o.jsonl", "--mask", " "], "--mask: give the group mention"),
+    ("score-no-scorer", ["score", "--input", "{texts}", "--output", "{base}/o.jsonl"], "Missing option '--scorer'"),
+    ("score-no-input", ["score", "--scorer", "vader", "--output", "{base}/o.jsonl"], "Missing option '--input'"),
+    # report
+    ("report-missing-folder", ["report", "{base}/nowhere"], "metrics.json: missing"),
+    ("report-no-metrics", ["report", "{no-metrics}"], "metrics.json: missing"),
+    ("report-metrics-garbage", ["report", "{metrics-garbage}"], "metrics.json:1: not valid JSON"),
+    ("report-metrics-list", ["report", "{metrics-list}"], "metrics.json: holds JSON that is not an object"),
+    ("report-metrics-empty-object", ["report", "{metrics-empty-object}"], "metrics.json: not the metrics file of a run"),
+    ("report-metrics-not-utf8", ["report", "{metrics-latin}"], "metrics.json: not UTF-8 text"),
+    ("report-metrics-wrong-tables", ["report", "{metrics-wrong-tables}"], "metrics.json: not the metrics file of a run"),
+    ("report-samples-garbage", ["report", "{samples-garbage}"], "samples.parquet: not a readable Parquet file"),
+    ("report-samples-empty", ["report", "{samples-empty}"], "samples.parquet: not a readable Parquet file"),
+    ("report-manifest-garbage", ["report", "{manifest-garbage}"], "manifest.json"),
+    ("report-manifest-empty-object", ["report", "{manifest-empty-object}"], "manifest.json: lacks run_id, suite, models, statistics"),
+    ("report-manifest-list", ["report", "{manifest-list}"], "manifest.json: holds JSON that is not an object"),
+    # annotate sample
+    ("annotate-sample-no-run", ["annotate", "sample", "{base}/nowhere", "--out", "{base}/ann"], "samples.parquet: missing"),
+    ("annotate-sample-k-positive", ["annotate", "sample", F, "--out", "{base}/ann", "--k-positive", "-1"], "--k-positive -1: must be 0 or more"),
+    ("annotate-sample-k-negative", ["annotate", "sample", F, "--out", "{base}/ann", "--k-negative", "-1"], "--k-negative -1: must be 0 or more"),
+    ("annotate-sample-k-neutral", ["annotate", "sample", F, "--out", "{base}/ann", "--k-neutral", "-2"], "--k-neutral -2: must be 0 or more"),
+    ("annotate-sample-all-zero", ["annotate", "sample", F, "--out", "{base}/ann", "--k-positive", "0", "--k-negative", "0"], "--k-positive"),
+    ("annotate-sample-format", ["annotate", "sample", F, "--out", "{base}/ann", "--format", "xml"], "Invalid value for '--format'"),
+    ("annotate-sample-annotators-empty", ["annotate", "sample", F, "--out", "{base}/ann", "--annotators", ","], "--annotators"),
+    ("annotate-sample-annotators-twice", ["annotate", "sample", F, "--out", "{base}/ann", "--annotators", "a,a"], "--annotators a,a: give distinct names"),
+    ("annotate-sample-no-vader", ["annotate", "sample", "{no-vader}", "--out", "{base}/ann"], "has no vader_label column"),
+    ("annotate-sample-out-is-a-file", ["annotate", "sample", F, "--out", "{afile}"], "--out"),
+    # annotate import
+    ("annotate-import-items-missing", ["annotate", "import", "{filled}", "--items", "{base}/none.csv", "--out", "{base}/res"], "--items"),
+    ("annotate-import-items-empty", ["annotate", "import", "{filled}", "--items", "{base}/inputs/items-empty.csv", "--out", "{base}/res"], "items-empty.csv: empty"),
+    ("annotate-import-items-no-id", ["annotate", "import", "{filled}", "--items", "{base}/inputs/items-noid.csv", "--out", "{base}/res"], "items-noid.csv: missing column 'id'"),
+    ("annotate-import-items-header-only", ["annotate", "import", "{filled}", "--items", "{base}/inputs/items-header.csv", "--out", "{base}/res"], "has a header but no items"),
+    ("annotate-import-items-duplicate", ["annotate", "import", "{filled}", "--items", "{base}/inputs/items-dup.csv", "--out", "{base}/res"], "duplicate id"),
+    ("annotate-import-items-not-utf8", ["annotate", "import", "{filled}", "--items", "{base}/inputs/items-latin.csv", "--out", "{base}/res"], "not UTF-8 text"),
+    ("annotate-import-items-garbage", ["annotate", "import", "{filled}", "--items", "{base}/inputs/items-garbage.csv", "--out", "{base}/res"], "items-garbage.csv"),
+    ("annotate-import-sheet-missing", ["annotate", "import", "{base}/none.csv", "--items", "{items}", "--out", "{base}/res"], "none.csv"),
+    ("annotate-import-sheet-unknown-id", ["annotate", "import", "{base}/inputs/unknown/sheet-a1.csv", "--items", "{items}", "--out", "{base}/res"], "unknown id nope"),
+    ("annotate-import-sheet-empty-id", ["annotate", "import", "{base}/inputs/noid/sheet-a1.csv", "--items", "{items}", "--out", "{base}/res"], "id is empty"),
+    ("annotate-import-sheet-bad-label", ["annotate", "import", "{base}/inputs/badlabel/sheet-a1.csv", "--items", "{items}", "--out", "{base}/res"], "great"),
+    ("annotate-import-sheet-unfilled", ["annotate", "import", "{sheet}", "--items", "{items}", "--out", "{base}/res"], "regard"),
+    ("annotate-import-ties", ["annotate", "import", "{filled}", "--items", "{items}", "--out", "{base}/res", "--ties", "coin"], "Invalid value for '--ties'"),
+    ("annotate-import-no-sheets", ["annotate", "import", "--items", "{items}", "--out", "{base}/res"], "Missing argument 'SHEETS...'"),
+    ("annotate-import-out-is-a-file", ["annotate", "import", "{filled}", "--items", "{items}", "--out", "{afile}"], "--out"),
+    ("annotate-unknown-subcommand", ["annotate", "merge"], "No such command 'merge'"),
+    # ablate
+    ("ablate-temperature-0", ["ablate", "--model", "fake", "--out", "{base}/abl", "--temperature", "0,1.0"], "--temperature 0: must be a number > 0"),
+    ("ablate-temperature-word", ["ablate", "--model", "fake", "--out", "{base}/abl", "--temperature", "hot"], "--temperature hot: must be a number > 0"),
+    ("ablate-top-k-negative", ["ablate", "--model", "fake", "--out", "{base}/abl", "--top-k", "-5"], "--top-k -5: must be a whole number >= 0"),
+    ("ablate-top-k-fraction", ["ablate", "--model", "fake", "--out", "{base}/abl", "--top-k", "1.5"], "--top-k 1.5: must be a whole number >= 0"),
+    ("ablate-top-k-empty", ["ablate", "--model", "fake", "--out", "{base}/abl", "--top-k", ""], "--top-k"),
+    ("ablate-samples-0", ["ablate", "--model", "fake", "--out", "{base}/abl", "--samples", "0"], "--samples 0: must be a whole number of at least 1"),
+    ("ablate-unknown-model", ["ablate", "--model", "nope", "--out", "{base}/abl"], "--model nope: unknown model alias"),
+    ("ablate-unknown-suite", ["ablate", "nosuch", "--model", "fake", "--out", "{base}/abl"], "suite nosuch"),
+    ("ablate-no-out", ["ablate", "--model", "fake"], "Missing option '--out'"),
+    ("ablate-out-is-a-file", ["ablate", "--model", "fake", "--out", "{afile}", "--samples", "1"], "--out"),
+    # names-suite
+    ("names-suite-missing-file", ["names-suite", "{base}/none.csv", "--out", "{base}/n.yaml"], "none.csv: file not found"),
+    ("names-suite-missing-column", ["names-suite", "{names-nocol}", "--out", "{base}/n.yaml"], "missing column 'gender'"),
+    ("names-suite-conflicting-gender", ["names-suite", "{names-conflict}", "--out", "{base}/n.yaml"], "Amina is listed as both woman and man"),
+    ("names-suite-bad-gender", ["names-suite", "{names-badgender}", "--out", "{base}/n.yaml"], "names-bad.csv:2"),
+    ("names-suite-template-without-group", ["names-suite", "{names}", "--out", "{base}/n.yaml", "--template", "works as a"], "--template"),
+    ("names-suite-bad-name", ["names-suite", "{names}", "--out", "{base}/n.yaml", "--name", "!!"], "--name"),
+    ("names-suite-out-is-a-folder", ["names-suite", "{names}", "--out", "{base}/inputs"], "--out"),
+    # train-regard
+    ("train-regard-data-missing", ["train-regard", "--data", "{base}/none.csv", "--out", "{base}/tr"], "--data"),
+    ("train-regard-classes", ["train-regard", "--out", "{base}/tr", "--classes", "5"], "Invalid value for '--classes'"),
+    ("train-regard-seeds-0", ["train-regard", "--out", "{base}/tr", "--compare", "--seeds", "0"], "--seeds 0: must be a whole number of at least 1"),
+    ("train-regard-data-wrong-columns", ["train-regard", "--data", "{regard-nocols}", "--out", "{base}/tr"], "regard.csv: missing column"),
+    ("train-regard-no-out", ["train-regard"], "Missing option '--out'"),
+    # top level
+    ("unknown-command", ["bias"], "No such command 'bias'"),
+    ("unknown-global-option", ["--colour"], "No such option '--colour'"),
+]
+
+
+def fill(value: str, world: dict) -> str:
+    out = value
+    for key, path in world["suites"].items():
+        out = out.replace("{s:" + key + "}", str(path))
+    for key, path in world.items():
+        if isinstance(path, Path):
+            out = out.replace("{" + key + "}", str(path))
+    return out.replace("{cuda}", _cuda_case())
+
+
+@pytest.mark.parametrize("case, args, expected", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_gets_one_line_and_changes_nothing(world, capsys, case, args, expected):
+    before = snapshot(world["base"])
+    code, out, err = call(capsys, [fill(a, world) for a in args])
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err and "Traceback" not in out
+    assert code == 2, (code, err)
+    assert len(lines) == 1 and lines[0].startswith("Error: "), err
+    assert fill(expected, world) in lines[0]
+    assert snapshot(world["base"]) == before
+
+
+def test_the_suite_covers_every_command_and_at_least_100_cases():
+    from nlgbias.cli import cli
+
+    assert len(CASES) >= 100 and len({c[0] for c in CASES}) == len(CASES)
+    commands = {c[1][0] if c[1][0] != "annotate" else f"annotate {c[1][1]}" for c in CASES}
+    expected = {name for name in cli.commands if name not in ("annotate", "models", "scorers")}
+    expected |= {"annotate sample", "annotate import"}  # models and scorers take no input
+    assert expected <= commands
