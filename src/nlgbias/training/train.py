@@ -17,10 +17,11 @@ from nlgbias.scorers.regard_model import MAX_TOKENS, RegardModel, load_encoder
 TRAIN_THREADS = 2
 
 
-def set_determinism(seed: int) -> None:
+def set_determinism(seed: int, device: str = "cpu") -> None:
+    """Seed torch and numpy, ask for deterministic kernels (on a GPU: where they exist) and fix the threads."""
     torch.manual_seed(seed)
     np.random.seed(seed % (2 ** 32))
-    torch.use_deterministic_algorithms(True)
+    torch.use_deterministic_algorithms(True, warn_only=device != "cpu")
     torch.set_num_threads(TRAIN_THREADS)
 
 
@@ -64,7 +65,7 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
     (tokenizer, RegardModel)
         The model in eval mode, adapters not merged.
     """
-    set_determinism(seed)
+    set_determinism(seed, device)
     if encoder is None or tokenizer is None:
         tokenizer, encoder = load_encoder()
     index = {name: i for i, name in enumerate(label_names)}
