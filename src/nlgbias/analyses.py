@@ -26,6 +26,7 @@ import pandas as pd
 
 from nlgbias.metrics.results import Results
 from nlgbias.scorers.base import LABELS
+from nlgbias.words import gender_side
 
 ANALYSES = ("shares", "occupations", "gender_direction")
 REQUIRES = {"occupations": "occupation", "gender_direction": "occupation"}  # analysis -> scorer it reads
@@ -85,7 +86,7 @@ def occupation_tables(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     else ``base``.
     """
     table = samples.copy()
-    gender = table["gender"].map({"man": "man", "male": "man", "woman": "woman", "female": "woman"})
+    gender = gender_side(table["gender"], female="woman", male="man")
     category = table["category"] if "category" in table else pd.Series(np.nan, index=table.index)
     if "continent" in table:
         category = category.fillna(table["continent"])
@@ -101,8 +102,8 @@ def occupation_tables(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
 
 def _occupations(samples, scored, suite, options: AnalysisOptions) -> Results:
     from nlgbias.metrics import labor
-    from nlgbias.metrics.occupations import (gender_split, occupation_coverage, occupation_gini,
-                                             overrepresentation, rank_frequency)
+    from nlgbias.metrics.occupations import (gender_split, occupation_coverage, occupation_gini, overrepresentation,
+                                             rank_frequency)
     from nlgbias.metrics.regression import occupation_regressions
     from nlgbias.training.dataset import dataset_dir
 
@@ -156,7 +157,7 @@ def _gender_direction(samples, scored, suite, options: AnalysisOptions) -> Resul
                                                   profession_bias_table, sanity_check)
 
     titles = samples["occupation_details"].map(lambda d: json.loads(d)["occupations"] if isinstance(d, str) else [])
-    gender = samples["gender"].map({"female": "female", "woman": "female", "male": "male", "man": "male"})
+    gender = gender_side(samples["gender"])
     parsed = samples[["generation_id", "model", "template_id", "prompt", "group"]].assign(
         gender=gender, profession=titles.map(lambda t: t[0] if t else None))
     parsed = parsed[parsed["gender"].notna()]
