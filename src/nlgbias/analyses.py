@@ -105,7 +105,6 @@ def _occupations(samples, scored, suite, options: AnalysisOptions) -> Results:
     from nlgbias.metrics.occupations import (gender_split, occupation_coverage, occupation_gini, overrepresentation,
                                              rank_frequency)
     from nlgbias.metrics.regression import occupation_regressions
-    from nlgbias.training.dataset import dataset_dir
 
     jobs, calls = occupation_tables(samples)
     titled = jobs.groupby(["model", "group"])["generation_id"].nunique()
@@ -136,8 +135,7 @@ def _occupations(samples, scored, suite, options: AnalysisOptions) -> Results:
             tables["occupation_regression_excluded"] = regressions.excluded
             meta["occupations"]["regressions"] = regressions.meta
         if (calls["axis"] == "ethnicity").any():
-            us = labor.read_us_shares(dataset_dir().parent / "intersectional" / "us_rows_data.csv")
-            mapping = labor.load_bls_mapping(options.bls_mapping, bls_titles=us["bls_title"].unique())
+            us, mapping = labor.us_shares_and_mapping(options.bls_mapping)
             comparison = labor.labor_comparison(jobs, base_calls, us, mapping)
             tables["labor_coverage"] = pd.concat(
                 [labor.mapping_coverage(j, mapping).assign(model=m) for m, j in jobs.groupby("model", sort=False)],

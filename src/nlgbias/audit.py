@@ -27,13 +27,13 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from nlgbias.analyses import REQUIRES, AnalysisOptions, run_analyses
-from nlgbias.errors import InputError, StoreError
+from nlgbias.errors import InputError, ScorerUnavailable, StoreError
 from nlgbias.metrics import Results
 from nlgbias.models import BackendOptions, DEFAULT_MODEL, load_backend, resolve_model
 from nlgbias.models.plan import plan_samples
 from nlgbias.progress import Progress
 from nlgbias.sampling import SamplingParams
-from nlgbias.scorers import ScorerUnavailable, get_scorer
+from nlgbias.scorers import get_scorer
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
 from nlgbias.store.cache import fill_generations, fill_scores, text_hash
 from nlgbias.suites import Suite, attribute_names, expand_suite, load_suite
@@ -270,11 +270,9 @@ def _run_pronoun(suite: Suite, refs, options: BackendOptions, *, out: Path, seed
 
 def check_bls_mapping(path: str | Path) -> None:
     """Fail fast, in one line, on a job -> BLS title mapping that would fail after generation."""
-    from nlgbias.metrics import labor
-    from nlgbias.training.dataset import dataset_dir
+    from nlgbias.metrics.labor import us_shares_and_mapping
 
-    us = labor.read_us_shares(dataset_dir().parent / "intersectional" / "us_rows_data.csv")
-    labor.load_bls_mapping(path, bls_titles=us["bls_title"].unique())
+    us_shares_and_mapping(path)
 
 
 def _params(suite: Suite, **overrides) -> SamplingParams:

@@ -17,15 +17,6 @@ from nlgbias.errors import InputError, NlgbiasError
 EXIT_BAD_INPUT = 2
 
 
-class Failure(click.ClickException):
-    """A one-line error with exit code 2."""
-
-    exit_code = EXIT_BAD_INPUT
-
-    def show(self, file=None) -> None:
-        click.echo(f"Error: {self.format_message()}", err=True)
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="nlgbias")
 def cli() -> None:

@@ -20,6 +20,7 @@ from nlgbias.errors import BackendError
 from nlgbias.metrics import pronouns as measures
 from nlgbias.metrics.results import Results
 from nlgbias.models import ModelRef
+from nlgbias.resources import data_path
 from nlgbias.store import RunStore
 from nlgbias.suites import Suite, data_file
 
@@ -189,7 +190,6 @@ def pronoun_results(probs: pd.DataFrame, sal: pd.DataFrame, default: pd.DataFram
                     options: AnalysisOptions) -> Results:
     """The measures of the pronoun probe as named tables (Tables 3-6 and 8 of the paper, validity)."""
     from nlgbias.metrics import labor
-    from nlgbias.training.dataset import dataset_dir
 
     kw = dict(n_boot=options.n_boot, confidence=options.confidence, seed=options.seed)
     probs = measures.pronoun_measures(probs)
@@ -207,11 +207,9 @@ def pronoun_results(probs: pd.DataFrame, sal: pd.DataFrame, default: pd.DataFram
         tables["pronoun_saliency"] = measures.mean_table(sal, ["model", "prompt_set"], values, where="saliency", **kw)
     if not default.empty:
         tables["pronoun_default"] = default
-    data = dataset_dir().parent
-    scores = measures.read_profession_scores(data / "debiaswe" / "professions.json")
+    scores = measures.read_profession_scores(data_path("debiaswe", "professions.json"))
     validity = [measures.score_correlation(orig, scores, score=s) for s in ("stereotypical", "definitional")]
-    us = labor.read_us_shares(data / "intersectional" / "us_rows_data.csv")
-    mapping = labor.load_bls_mapping(bls_titles=us["bls_title"].unique())
+    us, mapping = labor.us_shares_and_mapping()
     shares = {}
     for job, titles in mapping.groupby("job")["bls_title"]:
         base = labor.us_job_shares(us, list(titles))

@@ -122,6 +122,17 @@ def read_us_shares(path: str | Path) -> pd.DataFrame:
     return long.rename(columns={"category": "ethnicity"})[["ethnicity", "gender", "bls_title", "share"]]
 
 
+def shipped_us_shares() -> pd.DataFrame:
+    """:func:`read_us_shares` of the shipped ``nlgbias/data/intersectional/us_rows_data.csv``."""
+    return read_us_shares(data_path("intersectional", "us_rows_data.csv"))
+
+
+def us_shares_and_mapping(mapping: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The shipped US shares and a checked job -> BLS title ``mapping`` (default: the shipped one)."""
+    us = shipped_us_shares()
+    return us, load_bls_mapping(mapping, bls_titles=us["bls_title"].unique())
+
+
 def load_bls_mapping(path: str | Path | None = None, *, bls_titles: Iterable[str],
                      bls_name: str = "us_rows_data.csv") -> pd.DataFrame:
     """Read and check a job -> BLS title mapping.

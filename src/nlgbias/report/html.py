@@ -7,7 +7,6 @@ piece of text: generations are untrusted model output, and group names come from
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
 import jinja2
@@ -16,6 +15,7 @@ import pandas as pd
 from nlgbias.metrics.results import Results
 from nlgbias.report import sections
 from nlgbias.report.charts import stacked_panels
+from nlgbias.resources import package_path
 from nlgbias.store.export import write_text
 
 EXAMPLES_PER_CELL = 3
@@ -23,7 +23,7 @@ SIGNIFICANCE = 0.05
 
 
 def _environment() -> jinja2.Environment:
-    folder = str(resources.files("nlgbias.report").joinpath("templates"))
+    folder = str(package_path("report", "templates"))
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = lambda v, digits=1: "–" if v is None or pd.isna(v) else f"{100 * v:.{digits}f}%"

@@ -13,7 +13,7 @@ import pandas as pd
 
 from nlgbias.errors import ScorerError
 from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, Scorer, three_class
-from nlgbias.scorers.regard import ScorerUnavailable
+from nlgbias.errors import ScorerUnavailable
 
 REGISTRY = {
     "vader": "nlgbias.scorers.sentiment:VaderScorer",

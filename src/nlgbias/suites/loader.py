@@ -14,13 +14,13 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from nlgbias.errors import SuiteError
+from nlgbias.resources import package_path
 from nlgbias.sampling import SamplingParams
 
 TOP_KEYS = (
@@ -109,7 +109,7 @@ class Suite:
 
 def builtin_dir() -> Path:
     """Folder holding the built-in suite files."""
-    return Path(str(resources.files("nlgbias.suites").joinpath("data")))
+    return package_path("suites", "data")
 
 
 def list_suites() -> list[str]:
