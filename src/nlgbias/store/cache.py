@@ -6,19 +6,14 @@ implements resume itself (the pattern of lm-evaluation-harness's ``CachingLM``).
 
 from __future__ import annotations
 
-import hashlib
 from typing import Callable, Sequence
 
 import pandas as pd
 
+from nlgbias.keys import text_hash
 from nlgbias.models.backend import GenerationRequest
 from nlgbias.sampling import SamplingParams
 from nlgbias.store.db import RunStore
-
-
-def text_hash(text: str) -> str:
-    """Key of a scored text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
 def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int) -> list[pd.DataFrame]:
