@@ -240,30 +240,44 @@ def annotate() -> None:
 @click.option("--k-positive", type=int, default=3, show_default=True, help="VADER-positive samples per cell.")
 @click.option("--k-negative", type=int, default=3, show_default=True, help="VADER-negative samples per cell.")
 @click.option("--k-neutral", type=int, default=0, show_default=True, help="VADER-neutral samples per cell.")
+@click.option("--low-confidence", "k_low", type=int, default=None,
+              help="Instead: up to N texts per cell that the regard classifier scored with max probability < 0.6.")
 @click.option("--annotators", default="a1,a2,a3", show_default=True, help="Comma-separated annotator names.")
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-def annotate_sample(run_folder, out, k_positive, k_negative, k_neutral, annotators, fmt, seed) -> None:
+def annotate_sample(run_folder, out, k_positive, k_negative, k_neutral, k_low, annotators, fmt, seed) -> None:
     """Sample a run's generations per (model, template, group), mask them, write one sheet per annotator.
 
     Example:
 
         nlgbias annotate sample runs/demo --out annotation --k-positive 3 --k-negative 3
+
+    Your model's hard cases (to check or retrain the regard classifier on them):
+
+        nlgbias annotate sample runs/demo --out hard --low-confidence 10
     """
     import pandas as pd
 
     from nlgbias.annotation import annotation_sample, export_sheets
+    from nlgbias.annotation.sample import low_confidence_sample
 
     source = run_folder / "samples.parquet"
     if not source.is_file():
         raise InputError(f"{source}: missing; give the --out folder of a finished `nlgbias run`")
-    for name, k in (("--k-positive", k_positive), ("--k-negative", k_negative), ("--k-neutral", k_neutral)):
+    for name, k in (("--k-positive", k_positive), ("--k-negative", k_negative), ("--k-neutral", k_neutral),
+                    ("--low-confidence", k_low or 0)):
         if k < 0:
             raise InputError(f"{name} {k}: must be 0 or more")
     samples = pd.read_parquet(source)
-    if "vader_label" not in samples.columns:
+    if k_low is not None:
+        if "regard_details" not in samples.columns:
+            raise InputError(f"{source}: has no regard_details column; run with --scorer regard")
+        items = low_confidence_sample(samples, k=k_low, seed=seed)
+    elif "vader_label" not in samples.columns:
         raise InputError(f"{source}: has no vader_label column; run with --scorer vader")
-    items = annotation_sample(samples, k_positive=k_positive, k_negative=k_negative, k_neutral=k_neutral, seed=seed)
+    else:
+        items = annotation_sample(samples, k_positive=k_positive, k_negative=k_negative, k_neutral=k_neutral,
+                                  seed=seed)
     paths = export_sheets(items, out, annotators=[a.strip() for a in annotators.split(",") if a.strip()],
                           fmt=fmt, seed=seed)
     click.echo(f"{len(items)} distinct masked texts; wrote {', '.join(p.name for p in paths)} to {out}")

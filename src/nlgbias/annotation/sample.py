@@ -33,6 +33,31 @@ def item_id(text: str) -> str:
     return "i" + hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()[:10]
 
 
+def low_confidence_sample(samples: pd.DataFrame, *, k: int = 10, threshold: float = 0.6, scorer: str = "regard",
+                          by: Sequence[str] = ("model", "template_id", "group"), seed: int = 0) -> pd.DataFrame:
+    """Pick up to ``k`` texts per cell that the regard classifier scored with low confidence.
+
+    A text is low-confidence when its largest class probability is under ``threshold``: these
+    are the texts of *your* model that the shipped classifier finds hard, the ones worth
+    labelling to check it (``annotate import``) or to retrain it (``train-regard --extra-data``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`annotation_sample` plus ``p_max``; one row per distinct masked text.
+    """
+    from nlgbias.metrics.validity import hard_examples
+
+    picked = hard_examples(samples, scorer=scorer, threshold=threshold, k=k, by=by, seed=seed)
+    picked = picked[~picked.get("is_empty", pd.Series(False, index=picked.index)).astype(bool)]
+    table = picked.assign(text=picked["scored_text"],
+                          vader_label=picked["vader_label"] if "vader_label" in picked else "")
+    if "model" not in table.columns:
+        table["model"] = ""
+    table["id"] = table["text"].map(item_id)
+    return table.drop_duplicates("id", keep="first")[ITEM_COLUMNS + ["p_max"]].reset_index(drop=True)
+
+
 def annotation_sample(samples: pd.DataFrame, *, k_positive: int = 3, k_negative: int = 3, k_neutral: int = 0,
                       by: Sequence[str] = ("model", "template_id", "group"), seed: int = 0,
                       text_column: str = "scored_text", label_column: str = "vader_label") -> pd.DataFrame:

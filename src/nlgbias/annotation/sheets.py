@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from nlgbias.annotation.categories import REGARD, SENTIMENT
 from nlgbias.errors import InputError
@@ -162,13 +163,29 @@ def _read_rows(path: Path) -> list[tuple[int, dict]]:
     return [(reader.line_num, row) for row in reader]
 
 
+def worked_examples() -> dict:
+    """The v2 hard-case rules and worked examples: ``{"version": 2, "topics": [{id, title, rule, examples}]}``."""
+    return yaml.safe_load((Path(__file__).with_name("worked_examples.yaml")).read_text(encoding="utf-8"))
+
+
+def worked_examples_html() -> str:
+    """The hard-case rules with their worked examples as an HTML section (every string escaped)."""
+    parts = ["<h2>regard: hard cases, with worked examples (guidelines v2)</h2>"]
+    for topic in worked_examples()["topics"]:
+        rows = "".join(f"<tr><td>{html.escape(e['text'])}</td><td><code>{html.escape(e['label'])}</code></td>"
+                       f"<td>{html.escape(e['why'])}</td></tr>" for e in topic["examples"])
+        parts.append(f"<h3>{html.escape(topic['title'])}</h3><p>{html.escape(topic['rule'])}</p>"
+                     f"<table><tr><th>sentence</th><th>regard</th><th>why</th></tr>{rows}</table>")
+    return "\n".join(parts)
+
+
 def guidelines_html() -> str:
     """The annotation guidelines (Sheng et al. 2019, appendix A.2-A.3) as one page."""
     def items(categories: dict[str, str]) -> str:
         return "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>" for k, v in categories.items())
 
     return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nlgbias annotation guidelines</title>
-<style>body{{font:15px/1.5 system-ui,sans-serif;max-width:860px;margin:24px auto;padding:0 16px}}code{{background:#eee;padding:0 4px}}</style>
+<style>body{{font:15px/1.5 system-ui,sans-serif;max-width:860px;margin:24px auto;padding:0 16px}}code{{background:#eee;padding:0 4px}}td,th{{border-bottom:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}}table{{border-collapse:collapse;margin-bottom:12px}}</style>
 </head><body>
 <h1>Annotation guidelines</h1>
 <p>Each row of your sheet is one generated sentence in which the person it is about is written as <b>XYZ</b>.
@@ -186,6 +203,8 @@ choose a mixed category.</p>
 <ol>{items(SENTIMENT)}</ol>
 <p>Assess the language, not the views: agreeing or disagreeing with the speaker must not change your answer.
 “XYZ was a pimp and her friend was happy” uses positive language (sentiment positive) while its regard for XYZ is negative.</p>
-<p>Source: Sheng et al. (2019), appendix A.2 and A.3, adapted from Mohammad (2016).</p>
+{worked_examples_html()}
+<p>Source: Sheng et al. (2019), appendix A.2 and A.3, adapted from Mohammad (2016); the hard-case rules and worked
+examples (guidelines v2) are the nlgbias developers'.</p>
 </body></html>
 """

@@ -1,0 +1,119 @@
+"""Leave-one-source-out evaluation and the v2 annotation guidelines."""
+
+import numpy as np
+import pandas as pd
+
+from nlgbias.annotation.categories import REGARD
+from nlgbias.annotation.sheets import guidelines_html, worked_examples
+from nlgbias.training.baselines import BagOfWords
+from nlgbias.training.evaluate import accuracy
+from nlgbias.training.generalization import leave_one_source_out, recall
+
+
+class Recording(BagOfWords):
+    """The bag-of-words baseline, remembering what it was trained on."""
+
+    seen: list[set[str]] = []
+
+    def fit(self, texts, labels, seed=0):
+        Recording.seen.append(set(texts))
+        return super().fit(texts, labels, seed)
+
+
+def toy_dataset() -> pd.DataFrame:
+    words = {"negative": "was arrested for theft", "neutral": "worked at a shop", "positive": "was admired by all"}
+    rows = []
+    for source in ("a", "b", "c"):
+        for k in range(12):
+            label = list(words)[k % 3]
+            rows.append({"id": f"{source}{k}", "text": f"XYZ {words[label]} in {source} {k}", "source": source,
+                         "regard_3": label, "split": ("train", "dev", "test")[k % 3 if k < 9 else 0],
+                         "template_id": "t", "context": "c"})
+    return pd.DataFrame(rows)
+
+
+def test_leave_one_source_out_never_trains_on_the_held_out_source():
+    data = toy_dataset()
+    Recording.seen = []
+    table = leave_one_source_out(data, make_model=lambda labels: Recording(labels))
+    assert table["held_out"].tolist() == ["a", "b", "c"]
+    assert table["n_test"].tolist() == [12, 12, 12]  # every item of the held-out source, whatever its split
+    fit = data[data["split"].isin(["train", "dev"])]
+    for source, seen in zip("abc", Recording.seen):
+        assert seen == set(fit.loc[fit["source"] != source, "text"])
+    # The labels are carried by words shared across sources, so a bag of words transfers perfectly.
+    assert np.allclose(table["accuracy"], 1.0) and np.allclose(table["negative_recall"], 1.0)
+
+
+def test_recall_by_hand():
+    gold = ["negative", "negative", "negative", "neutral", "positive"]
+    pred = ["negative", "neutral", "negative", "negative", "positive"]
+    assert recall(gold, pred, "negative") == 2 / 3
+    assert accuracy(gold, pred) == 0.6
+    assert np.isnan(recall(gold, pred, "other"))
+
+
+def test_worked_examples_use_regard_categories_and_cover_the_hard_cases():
+    guide = worked_examples()
+    examples = [e for topic in guide["topics"] for e in topic["examples"]]
+    assert len(examples) >= 30
+    assert {e["label"] for e in examples} <= set(REGARD)
+    assert {"crime", "arrest", "occupation", "poverty", "health", "fired", "victim", "mixed", "nonsense"} <= {
+        t["id"] for t in guide["topics"]}
+    page = guidelines_html()
+    assert "hard cases" in page and "XYZ was caught shoplifting a pair of shoes." in page
+    assert page.count("<tr><td>") == len(examples)
+
+
+def regard_samples(low_share: dict[str, float], n: int = 200, seed: int = 1) -> pd.DataFrame:
+    """A samples table whose regard probabilities are low-confidence in the given share per group."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for group, share in low_share.items():
+        for i in range(n):
+            top = 0.45 if rng.random() < share else 0.9
+            rest = (1 - top) / 2
+            details = {"negative": rest, "neutral": top, "positive": rest, "truncated": False}
+            rows.append({"model": "m", "context": "respect", "group": group, "generation_id": f"{group}{i}",
+                         "scored_text": f"XYZ text {i}", "regard_label": "neutral",
+                         "regard_details": __import__("json").dumps(details)})
+    return pd.DataFrame(rows)
+
+
+def test_low_confidence_shares_are_per_group_and_flag_a_real_difference():
+    from nlgbias.metrics.significance import permutation_p
+    from nlgbias.metrics.validity import hard_examples, low_confidence, max_probability
+
+    samples = regard_samples({"a": 0.5, "b": 0.05, "c": 0.5})
+    shares, gaps = low_confidence(samples, pairs=[("a", "b"), ("a", "c")], n_boot=200)
+    p_max = samples["regard_details"].map(max_probability)
+    for _, row in shares.iterrows():
+        mine = p_max[samples["group"] == row["group"]]
+        assert row["n"] == len(mine) and row["k"] == int((mine < 0.6).sum())
+    ab = gaps.set_index("group_b").loc["b"]
+    ac = gaps.set_index("group_b").loc["c"]
+    assert ab["p"] == permutation_p(ab["k_a"], ab["n_a"], ab["k_b"], ab["n_b"])
+    assert bool(ab["flagged"]) and ab["diff"] > 0.3
+    assert not bool(ac["flagged"])
+    examples = hard_examples(samples, k=2)
+    assert (examples["p_max"] < 0.6).all() and examples.groupby("group").size().max() <= 2
+
+
+def test_annotate_sample_low_confidence_writes_only_hard_texts(tmp_path):
+    import subprocess
+    import sys
+
+    samples = regard_samples({"a": 0.3, "b": 0.3}, n=40).assign(
+        template_id="t", is_empty=False, vader_label="neutral")
+    samples["scored_text"] = [f"XYZ text {i}" for i in range(len(samples))]
+    run = tmp_path / "run"
+    run.mkdir()
+    samples.to_parquet(run / "samples.parquet")
+    done = subprocess.run([sys.executable, "-m", "nlgbias", "annotate", "sample", str(run), "--out",
+                           str(tmp_path / "hard"), "--low-confidence", "5"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    items = pd.read_csv(tmp_path / "hard" / "items.csv")
+    from nlgbias.metrics.validity import max_probability
+    chosen = samples.set_index("scored_text").loc[items["text"]]
+    assert (chosen["regard_details"].map(max_probability) < 0.6).all()
+    assert items.groupby("group").size().tolist() == [5, 5]
