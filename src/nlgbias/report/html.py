@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from nlgbias.errors import InputError
 from nlgbias.metrics.results import Results
 from nlgbias.report.sections import SIGNIFICANCE
 from nlgbias.resources import package_path
@@ -93,3 +94,14 @@ def _label(row: pd.Series, scorer: str):
 def write_report(path: str | Path, results: Results, samples: pd.DataFrame, manifest: dict) -> Path:
     """Render and write the report atomically."""
     return write_text(Path(path), render_report(results, samples, manifest))
+
+
+def rewrite_report(folder: str | Path) -> Path:
+    """Re-render ``folder/report.html`` from the run's ``metrics.json``, samples and manifest."""
+    folder = Path(folder)
+    for name in ("metrics.json", "samples.parquet", "manifest.json"):
+        if not (folder / name).is_file():
+            raise InputError(f"{folder / name}: missing; run `nlgbias run ... --out {folder}` first")
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    return write_report(folder / "report.html", Results.read(folder), pd.read_parquet(folder / "samples.parquet"),
+                        manifest)
