@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,9 @@ from nlgbias.metrics.results import Results
 from nlgbias.report import sections
 from nlgbias.scorers.base import LABELS
 from nlgbias.words import gender_side
+
+if TYPE_CHECKING:
+    from nlgbias.suites import Suite
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class RunTables:
 
     samples: pd.DataFrame
     scored: pd.DataFrame
-    suite: object
+    suite: Suite
     probes: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
 
@@ -248,7 +251,7 @@ def _pronouns(tables: RunTables, options: AnalysisOptions) -> Results:
     from nlgbias.resources import data_path
 
     sal, default = tables.probes.get("saliency", pd.DataFrame()), tables.probes.get("default", pd.DataFrame())
-    kw = dict(n_boot=options.n_boot, confidence=options.confidence, seed=options.seed)
+    kw: dict[str, Any] = dict(n_boot=options.n_boot, confidence=options.confidence, seed=options.seed)
     probs = measures.pronoun_measures(tables.samples)
     orig = probs[probs["perturbation"] == "orig"]
     out = {

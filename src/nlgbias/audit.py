@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
@@ -108,7 +108,7 @@ class RunConfig:
             raise InputError(f"--model: the same model is given twice ({', '.join(models)})")
         suite = suite if isinstance(suite, Suite) else load_suite(suite)
         options = backend_options or BackendOptions()
-        stats = dict(n_boot=n_boot, confidence=confidence, min_n=min_n)
+        stats: dict[str, Any] = dict(n_boot=n_boot, confidence=confidence, min_n=min_n)
         if suite.kind == "pronoun":
             refs = tuple(resolve_model(m, options) for m in models)
             return cls(suite, refs, options, samples, seed, batch_size, None, **stats)
@@ -284,6 +284,7 @@ def _generation_stage(config: RunConfig, store: RunStore, *, load, progress: Pro
                       clock: Stopwatch) -> tuple[RunTables, int]:
     """Plan, generate what the store lacks, cut and mask, score what the store lacks."""
     suite, params = config.suite, config.params
+    assert params is not None  # generation suites sample
     prompts = expand_suite(suite)
     plan = plan_samples(prompts, config.refs, samples=config.samples, seed=config.seed, params=params,
                         dtype=config.options.dtype)

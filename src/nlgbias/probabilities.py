@@ -130,7 +130,8 @@ def _server_rows(backend, texts: list[str], words: list[str]) -> list[dict]:
     logps = backend.next_token_logprobs(contexts, targets)
     rows = []
     for i in range(len(texts)):
-        row = {w.strip(): float(np.exp(v)) for w, v in zip(words, logps[i * len(words):(i + 1) * len(words)])}
+        row: dict[str, float | None] = {w.strip(): float(np.exp(v))
+                                        for w, v in zip(words, logps[i * len(words):(i + 1) * len(words)])}
         row.update({"top1": np.nan, "top1_token": None, "top1_id": None, "top2": np.nan, "gap": np.nan})
         rows.append(row)
     return rows

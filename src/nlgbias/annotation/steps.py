@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Literal, Sequence
 
 import pandas as pd
 
@@ -47,7 +47,7 @@ def sample_run(run_folder: str | Path, out: str | Path, *, k_positive: int = 3, 
 
 
 def import_labels(sheets: Sequence[str | Path], *, items_path: str | Path, out: str | Path,
-                  ties: str = "drop") -> dict:
+                  ties: Literal["drop", "mark"] = "drop") -> dict:
     """Check filled sheets against ``items_path`` and write, into ``out``: ``labels.csv``,
     ``agreement.json``, ``{regard,sentiment}-{3,4}class.csv`` (majority labels) and
     ``correlations.csv``.  Returns the agreement figures per column (``regard``, ``sentiment``)."""

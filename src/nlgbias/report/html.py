@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
 
 import jinja2
 import pandas as pd
@@ -21,7 +22,7 @@ from nlgbias.store.export import write_text
 EXAMPLES_PER_CELL = 3
 
 
-def _environment(extra_folders: list[str] = ()) -> jinja2.Environment:
+def _environment(extra_folders: Sequence[str] = ()) -> jinja2.Environment:
     folders = [str(package_path("report", "templates")), *extra_folders]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(folders), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -53,12 +54,13 @@ def render_report(results: Results, samples: pd.DataFrame, manifest: dict) -> st
     from nlgbias.analyses import REGISTRY
 
     scorers = [s["name"] for s in manifest.get("scorers", [])]
-    entries = [a for a in REGISTRY.values() if a.section is not None and a.template is not None]
-    templates = [Path(a.template) for a in entries]
+    sections = {a.name: (a.section, Path(a.template)) for a in REGISTRY.values()
+                if a.section is not None and a.template is not None}
+    templates = [template for _, template in sections.values()]
     context = {
         "manifest": manifest,
         "meta": results.meta,
-        **{a.name: a.section(results, samples, manifest) for a in entries},
+        **{name: section(results, samples, manifest) for name, (section, _) in sections.items()},
         "section_templates": [t.name for t in templates],
         "examples": _examples(samples, scorers) if {"model", "context", "group", "sentence"} <= set(samples.columns) else [],
         "scorers": scorers,
