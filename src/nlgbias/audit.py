@@ -38,7 +38,8 @@ from nlgbias.progress import Progress
 from nlgbias.sampling import SamplingParams
 from nlgbias.scorers import get_scorer
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
-from nlgbias.store.cache import fill_generations, fill_scores
+from nlgbias.generate import fill_generations
+from nlgbias.store.cache import fill_scores
 from nlgbias.suites import Suite, attribute_names, expand_suite, load_suite
 from nlgbias.text import mask_group, truncate
 
