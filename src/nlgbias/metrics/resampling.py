@@ -9,7 +9,7 @@ and :func:`require_columns` the one check of a table's columns.
 
 >>> rng = cell_rng(0, "model", "group")
 >>> low, high = percentile_interval(bootstrap_means(np.array([0.0, 1.0, 1.0]), 200, rng), 0.9)
->>> 0 <= low <= high <= 1
+>>> bool(0 <= low <= high <= 1)
 True
 """
 
