@@ -16,7 +16,7 @@ import numpy as np
 def main() -> None:
     from nlgbias.models import load_backend, resolve_model
     from nlgbias.probes.pronouns import PRONOUNS, continuation_probabilities, saliency
-    from nlgbias.pronoun_run import pronoun_prompts
+    from nlgbias.probabilities import pronoun_prompts
     from nlgbias.suites import load_suite
 
     parser = argparse.ArgumentParser()

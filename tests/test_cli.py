@@ -178,7 +178,8 @@ def test_regard_scores_masked_text_with_probabilities(capsys, tmp_path):
 
 
 def test_regard_is_reported_unavailable_not_faked(tmp_path):
-    from nlgbias.scorers.regard import RegardScorer, ScorerUnavailable
+    from nlgbias.errors import ScorerUnavailable
+    from nlgbias.scorers.regard import RegardScorer
 
     with pytest.raises(ScorerUnavailable, match="scorer regard: not available: no classifier at"):
         RegardScorer(tmp_path / "nowhere")

@@ -325,7 +325,7 @@ def test_parsed_table_errors():
     parsed = parsed_table(n=2)
     with pytest.raises(InputError) as caught:
         profession_bias_table(parsed.drop(columns="gender"), space=toy_space(TOY), direction=np.array([1.0, 0.0]))
-    assert str(caught.value) == ("profession_bias_table: column 'gender' missing from parsed table; "
+    assert str(caught.value) == ("profession_bias_table: column 'gender' missing from the parsed table; "
                                  "got model, template_id, prompt, profession")
     with pytest.raises(InputError) as caught:
         profession_bias_table(parsed.assign(gender="woman"), space=toy_space(TOY), direction=np.array([1.0, 0.0]))

@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from nlgbias.errors import InputError
 from nlgbias.metrics import Results, compute_metrics, differences, fdr_bh, group_shares, permutation_p
 
 LABELS = ["negative", "neutral", "positive"]
@@ -172,5 +173,5 @@ def test_same_seed_same_ci_other_seed_other_ci():
 
 
 def test_missing_column_is_reported():
-    with pytest.raises(ValueError, match="group_shares: column 'group' missing from scored table; got model, label"):
+    with pytest.raises(InputError, match="group_shares: column 'group' missing from the scored table; got model, label"):
         group_shares(pd.DataFrame({"model": ["m"], "label": ["positive"]}), by=["model", "group"])

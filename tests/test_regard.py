@@ -52,7 +52,7 @@ def test_probability_difference_matches_the_definition():
 
 
 def test_run_metrics_keep_the_other_label_of_the_four_class_scorer():
-    from nlgbias.analyses import AnalysisOptions, run_analyses
+    from nlgbias.analyses import AnalysisOptions, RunTables, run_analyses
     from nlgbias.suites import load_suite
 
     rng = np.random.default_rng(0)
@@ -64,7 +64,7 @@ def test_run_metrics_keep_the_other_label_of_the_four_class_scorer():
                              "is_empty": False, "scorer": scorer, "label": label})
     scored = pd.DataFrame(rows)
     suite = load_suite("sheng2019")
-    results = run_analyses(["shares"], scored, scored, suite, AnalysisOptions(n_boot=100))
+    results = run_analyses(["shares"], RunTables(scored, scored, suite), AnalysisOptions(n_boot=100))
     shares = results.shares
     assert results.meta["labels"] == ["negative", "neutral", "other", "positive"]
     totals = shares.groupby(["scorer", "group"])["share"].sum()

@@ -114,7 +114,7 @@ def test_rerunning_a_finished_run_generates_nothing_and_rebuilds_only_what_is_mi
 
 
 def test_missing_batches_are_fixed_slices_of_the_plan(tmp_path):
-    from nlgbias.store.cache import missing_batches
+    from nlgbias.generate import missing_batches
 
     plan = pd.DataFrame({"generation_id": [f"g{i}" for i in range(20)], "model": "m", "prompt": "p", "seed": 0})
     store = RunStore(tmp_path / "s.sqlite")

@@ -60,7 +60,6 @@ def test_near_duplicates_share_a_cluster_and_a_split():
 
 
 def test_lora_merge_gives_the_same_outputs_and_training_is_deterministic():
-    from nlgbias.scorers.regard_model import load_classifier, save_classifier
     from nlgbias.training.train import predict_proba, train_classifier
 
     texts = ["XYZ was a kind doctor.", "XYZ was a thief.", "XYZ worked as a clerk.", "XYZ was a liar.",

@@ -49,6 +49,8 @@ def decoding_grid(suite: str, *, models: Sequence[str], top_k: Sequence[int], te
                   **run_options) -> pd.DataFrame:
     """Run ``suite`` for every (top_k, temperature) and measure job diversity per cell.
 
+    ``n_boot`` bootstrap replicates serve every interval: each cell's run and the grid's Gini.
+
     Returns
     -------
     pandas.DataFrame
@@ -66,7 +68,7 @@ def decoding_grid(suite: str, *, models: Sequence[str], top_k: Sequence[int], te
     for k in top_k:
         for t in temperature:
             result = run(suite, models=models, samples=samples, seed=seed, out=out / f"top_k={k},temperature={t:g}",
-                         top_k=k, temperature=t, scorers=["occupation"], n_boot=200, quiet=quiet, **run_options)
+                         top_k=k, temperature=t, scorers=["occupation"], n_boot=n_boot, quiet=quiet, **run_options)
             jobs, calls = occupation_tables(result.samples)
             jobs_frames.append(jobs.assign(top_k=k, temperature=t))
             calls_frames.append(calls.assign(top_k=k, temperature=t))

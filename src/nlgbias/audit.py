@@ -3,11 +3,14 @@
 ``run()`` is the Python face of ``nlgbias run``.  Each stage is a function from table to
 table; this module only wires them together and decides what is already done:
 
-1. load the suite and expand it into prompts; resolve every model (cheap, no weights);
-2. plan every sample and generate the batches the store lacks (one transaction per batch);
-3. cut each continuation by the suite's rule, mask the group, score texts the store lacks;
-4. compute shares, gaps and adjusted p-values;
-5. write samples, metrics, report and manifest (the manifest last: it marks the outputs as
+1. check the options and resolve the suite, every model (cheap, no weights) and the scorers
+   into a :class:`RunConfig`, which also gives the run id;
+2. the suite's stage: plan every sample, generate the batches the store lacks (one transaction
+   per batch), cut each continuation by the suite's rule, mask the group and score the texts the
+   store lacks; or, for ``kind: pronoun`` suites, measure next-word probabilities
+   (:mod:`nlgbias.probabilities`);
+3. run the suite's analyses (:mod:`nlgbias.analyses`);
+4. write samples, metrics, report and manifest (the manifest last: it marks the outputs as
    complete for this run id; a rerun rebuilds only missing files).
 """
 
@@ -22,20 +25,22 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from nlgbias.analyses import REQUIRES, AnalysisOptions, run_analyses
-from nlgbias.errors import InputError, StoreError
+from nlgbias.analyses import REGISTRY, AnalysisOptions, RunTables, run_analyses
+from nlgbias.errors import InputError, ScorerUnavailable, StoreError
+from nlgbias.keys import config_id, text_hash
 from nlgbias.metrics import Results
-from nlgbias.models import BackendOptions, DEFAULT_MODEL, load_backend, resolve_model
+from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
 from nlgbias.models.plan import plan_samples
 from nlgbias.progress import Progress
 from nlgbias.sampling import SamplingParams
-from nlgbias.scorers import ScorerUnavailable, get_scorer
+from nlgbias.scorers import get_scorer
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
-from nlgbias.store.cache import fill_generations, fill_scores, text_hash
+from nlgbias.generate import fill_generations
+from nlgbias.store.cache import fill_scores
 from nlgbias.suites import Suite, attribute_names, expand_suite, load_suite
 from nlgbias.text import mask_group, truncate
 from nlgbias.validate import check_run_options
@@ -63,6 +68,129 @@ class RunResult:
     generated: int
     rebuilt: list[str]
     timings: dict[str, float]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a run, checked and resolved once (no weights loaded).
+
+    It builds the run id (:meth:`identity`), the statistics settings of every analysis
+    (:attr:`analysis`) and the manifest (:meth:`manifest`).  ``params`` is None for suites
+    that measure probabilities instead of sampling text (``kind: pronoun``).
+    """
+
+    suite: Suite
+    refs: tuple[ModelRef, ...]
+    options: BackendOptions
+    samples: int
+    seed: int
+    batch_size: int
+    params: SamplingParams | None
+    scorers: tuple = ()
+    unavailable: tuple[dict, ...] = ()
+    n_boot: int = 2000
+    confidence: float = 0.95
+    min_n: int = 30
+    bls_mapping: str | None = None
+
+    @classmethod
+    def create(cls, suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int = 100,
+               seed: int = 0, batch_size: int = 120, max_new_tokens: int | None = None,
+               temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
+               scorers: Sequence[str] | None = None, backend_options: BackendOptions | None = None,
+               n_boot: int = 2000, confidence: float = 0.95, min_n: int = 30,
+               bls_mapping: str | Path | None = None) -> RunConfig:
+        """Check the options of :func:`run` (one-line :class:`InputError` on the first bad one) and resolve them."""
+        options = backend_options or BackendOptions()
+        check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
+                          device=options.device, concurrency=options.concurrency, timeout=options.timeout,
+                          max_retries=options.max_retries, api_base=options.api_base, models=models, flags=False)
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+            raise InputError(f"--samples {samples}: must be a whole number of at least 1")
+        if batch_size < 1:
+            raise InputError(f"--batch-size {batch_size}: must be at least 1")
+        if not models:
+            raise InputError("--model: give at least one model")
+        if len(set(models)) != len(models):
+            raise InputError(f"--model: the same model is given twice ({', '.join(models)})")
+        suite = suite if isinstance(suite, Suite) else load_suite(suite)
+        stats: dict[str, Any] = dict(n_boot=n_boot, confidence=confidence, min_n=min_n)
+        if suite.kind == "pronoun":
+            refs = tuple(resolve_model(m, options) for m in models)
+            return cls(suite, refs, options, samples, seed, batch_size, None, **stats)
+        params = _params(suite, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p)
+        refs = tuple(resolve_model(m, options) for m in models)
+        scorer_names = list(scorers) if scorers else list(suite.scorers)
+        if bls_mapping is not None:
+            check_bls_mapping(bls_mapping)
+        for analysis in suite.analyses:
+            for needed in REGISTRY[analysis].requires:
+                if needed not in scorer_names:
+                    raise InputError(f"--scorer: the {analysis} analysis of suite {suite.name} needs the {needed} "
+                                     f"scorer; add --scorer {needed}")
+        active, unavailable = _load_scorers(scorer_names)
+        return cls(suite, refs, options, samples, seed, batch_size, params, tuple(active), tuple(unavailable), **stats,
+                   bls_mapping=None if bls_mapping is None else str(bls_mapping))
+
+    @property
+    def analysis(self) -> AnalysisOptions:
+        """The statistics settings every analysis of the run gets."""
+        return AnalysisOptions(seed=self.seed, n_boot=self.n_boot, confidence=self.confidence, min_n=self.min_n,
+                               bls_mapping=self.bls_mapping)
+
+    def identity(self) -> dict:
+        """What the run id hashes: everything that changes a stored result or a metric."""
+        suite = {"name": self.suite.name, "version": self.suite.version, "content_hash": self.suite.content_hash}
+        models = [{"model": r.model_id, "fingerprint": r.fingerprint} for r in self.refs]
+        if self.params is None:
+            return {"suite": suite, "models": models,
+                    "probe": {k: v for k, v in self.suite.probe.items() if k != "prompt_sets"},
+                    "statistics": {"n_boot": self.n_boot, "confidence": self.confidence, "seed": self.seed}}
+        return {"suite": suite, "models": models,
+                "sampling": {**self.params.to_dict(), "samples_per_prompt": self.samples, "seed": self.seed,
+                             "dtype": self.options.dtype},
+                "truncate": self.suite.truncate,
+                "scorers": {s.name: s.version for s in self.scorers},
+                "statistics": {"n_boot": self.n_boot, "confidence": self.confidence, "min_n": self.min_n}}
+
+    @property
+    def run_id(self) -> str:
+        return config_id(self.identity())
+
+    def manifest(self, *, models: list[dict], results: Results, table: pd.DataFrame, started: str, finished: str,
+                 command: Sequence[str] | None) -> dict:
+        """Everything needed to reproduce and cite the run.  Never holds a secret."""
+        from nlgbias import __version__
+
+        suite, options, params = self.suite, self.options, self.params
+        return {
+            "nlgbias_version": __version__,
+            "run_id": self.run_id,
+            "command": list(command) if command else None,
+            "started_at": started,
+            "finished_at": finished,
+            "suite": {"name": suite.name, "version": suite.version, "path": suite.path,
+                      "content_hash": suite.content_hash, "citation": suite.citation, "resolved": suite.to_dict()},
+            "models": models,
+            "sampling": ({**params.to_dict(), "samples_per_prompt": self.samples, "seed": self.seed,
+                          "seed_derivation": "sha256([seed, model, prompt, sample_idx])[:8] >> 1",
+                          "batch_size": self.batch_size, "dtype": options.dtype, "device": options.device,
+                          "truncate": suite.truncate} if params is not None else
+                         {"sampled": False, "batch_size": self.batch_size, "seed": self.seed, "device": options.device,
+                          "logprob_dtype": "float32", "truncate": None}),
+            "scorers": [{"name": s.name, "version": s.version, "citation": s.citation,
+                         "threshold": getattr(s, "threshold", None)} for s in self.scorers],
+            "scorers_unavailable": list(self.unavailable),
+            "statistics": {"analyses": list(suite.analyses), "n_boot": self.n_boot, "confidence": self.confidence,
+                           "min_n": self.min_n, "seed": self.seed,
+                           **{k: results.meta[k] for k in ("ci", "test", "correction") if k in results.meta}},
+            "counts": {"samples": int(len(table)),
+                       "empty_continuations": int(table["is_empty"].sum()) if "is_empty" in table else 0,
+                       "prompts": int(table["prompt_id"].nunique()), "models": len(models)},
+            "libraries": library_versions(),
+            "platform": {"system": platform.system(), "machine": platform.machine()},
+            "outputs": output_names(results),
+        }
 
 
 def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int = 100,
@@ -108,95 +236,95 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     RunResult
     """
     clock = Stopwatch()
+    config = RunConfig.create(suite, models=models, samples=samples, seed=seed, batch_size=batch_size,
+                              max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                              scorers=scorers, backend_options=backend_options, n_boot=n_boot, confidence=confidence,
+                              min_n=min_n, bls_mapping=bls_mapping)
+    return run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force)
+
+
+def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, command: Sequence[str] | None = None,
+               clock: Stopwatch | None = None, force: bool = False) -> RunResult:
+    """Run a checked :class:`RunConfig`: the suite's stage (generate and score, or measure
+    probabilities), then its analyses, then the outputs."""
+    clock = clock or Stopwatch()
     progress = Progress(quiet=quiet)
-    options = backend_options or BackendOptions()
-    check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
-                      device=options.device, concurrency=options.concurrency, timeout=options.timeout,
-                      max_retries=options.max_retries, api_base=options.api_base, models=models, flags=False)
-    if not models:
-        raise InputError("--model: give at least one model")
-    if len(set(models)) != len(models):
-        raise InputError(f"--model: the same model is given twice ({', '.join(models)})")
-    suite = suite if isinstance(suite, Suite) else load_suite(suite)
-    if suite.kind == "pronoun":
-        refs = [resolve_model(m, options) for m in models]
-        return _run_pronoun(suite, refs, options, out=prepare_out(out, force=force), seed=seed, batch_size=batch_size,
-                            analysis=AnalysisOptions(seed=seed, n_boot=n_boot, confidence=confidence, min_n=min_n),
-                            progress=progress, command=command, clock=clock)
-    params = _params(suite, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p)
-    refs = [resolve_model(m, options) for m in models]
-    scorer_names = list(scorers) if scorers else list(suite.scorers)
-    if bls_mapping is not None:
-        check_bls_mapping(bls_mapping)
-    for analysis in suite.analyses:
-        needed = REQUIRES.get(analysis)
-        if needed and needed not in scorer_names:
-            raise InputError(f"--scorer: the {analysis} analysis of suite {suite.name} needs the {needed} scorer; "
-                             f"add --scorer {needed}")
-    active, unavailable = _load_scorers(scorer_names)
-    for missing in unavailable:
+    for missing in config.unavailable:
         progress.note(f"Note: {missing['reason']}")
     out = prepare_out(out, force=force)
-
-    prompts = expand_suite(suite)
-    plan = plan_samples(prompts, refs, samples=samples, seed=seed, params=params, dtype=options.dtype)
-    config = {
-        "suite": {"name": suite.name, "version": suite.version, "content_hash": suite.content_hash},
-        "models": [{"model": r.model_id, "fingerprint": r.fingerprint} for r in refs],
-        "sampling": {**params.to_dict(), "samples_per_prompt": samples, "seed": seed, "dtype": options.dtype},
-        "truncate": suite.truncate,
-        "scorers": {s.name: s.version for s in active},
-        "statistics": {"n_boot": n_boot, "confidence": confidence, "min_n": min_n},
-    }
-    run_id = "r-" + hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
-
+    run_id = config.run_id
     clock.lap("setup")
     with RunStore(out / "store.sqlite") as store:
-        started = store.start_run(run_id, config)
-        by_id = {r.model_id: r for r in refs}
+        started = store.start_run(run_id, config.identity())
+        by_id = {r.model_id: r for r in config.refs}
 
         def load(model_id: str):
             progress.note(f"loading {model_id} ...")
-            backend = load_backend(by_id[model_id], options)
+            backend = load_backend(by_id[model_id], config.options)
             store.save_model_info(model_id, by_id[model_id].fingerprint, backend.info)
             return backend
 
-        generated = fill_generations(plan, store, load=load, params=params, batch_size=batch_size,
-                                     progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"))
-        clock.lap("generate")
-        table = build_samples(plan, prompts, store, suite, run_id)
-        long_rows = []
-        for scorer in active:
-            scored = fill_scores(table["scored_text"], scorer, store,
-                                 progress=lambda name, n: progress.bar(f"score {name}", n, "text"))
-            table = attach_scores(table, scored, scorer.name)
-            long_rows.append(table[["generation_id", "model", "context", "group", "is_empty"]]
-                             .assign(scorer=scorer.name, label=table[f"{scorer.name}_label"]))
-        clock.lap("score")
+        stage = _generation_stage if config.params is not None else _probability_stage
+        tables, generated = stage(config, store, load=load, progress=progress, clock=clock)
         finished = store.finish_run(run_id)
         model_infos = [{"model": r.model_id, "backend": r.backend, "fingerprint": r.fingerprint,
-                        **(store.model_info(r.model_id, r.fingerprint) or r.info)} for r in refs]
-
-    scored_long = pd.concat(long_rows, ignore_index=True) if long_rows else pd.DataFrame(
-        columns=["generation_id", "model", "context", "group", "is_empty", "scorer", "label"])
-    results = run_analyses(suite.analyses, table, scored_long, suite,
-                           AnalysisOptions(seed=seed, n_boot=n_boot, confidence=confidence, min_n=min_n,
-                                           bls_mapping=None if bls_mapping is None else str(bls_mapping)))
+                        **(store.model_info(r.model_id, r.fingerprint) or r.info)} for r in config.refs]
+    results = run_analyses(config.suite.analyses, tables, config.analysis)
     clock.lap("metrics")
-    manifest = build_manifest(run_id=run_id, suite=suite, models=model_infos, params=params, samples=samples,
-                              seed=seed, batch_size=batch_size, options=options, scorers=active,
-                              unavailable=unavailable, results=results, table=table, started=started,
-                              finished=finished, command=command, n_boot=n_boot, confidence=confidence,
-                              min_n=min_n)
+    table = tables.samples
+    manifest = config.manifest(models=model_infos, results=results, table=table, started=started, finished=finished,
+                               command=command)
     manifest["timings_s"] = {name: round(seconds, 3) for name, seconds in clock.laps.items()}  # this invocation
     manifest["peak_memory_gb"] = round(peak_memory_gb(), 3)
     rebuilt = write_outputs(out, run_id, table, results, manifest)
     clock.lap("outputs")
     laps = clock.laps
-    progress.note(f"run {run_id}: {len(table)} samples ({generated} generated now) -> {out}; "
-                  f"generation {laps['generate']:.0f} s, everything else "
-                  f"{sum(laps.values()) - laps['generate']:.0f} s, peak memory {peak_memory_gb():.2f} GB")
+    if config.params is None:
+        progress.note(f"run {run_id}: {len(table)} prompt probabilities -> {out}")
+    else:
+        progress.note(f"run {run_id}: {len(table)} samples ({generated} generated now) -> {out}; "
+                      f"generation {laps['generate']:.0f} s, everything else "
+                      f"{sum(laps.values()) - laps['generate']:.0f} s, peak memory {peak_memory_gb():.2f} GB")
     return RunResult(out, run_id, table, results, manifest, generated, rebuilt, clock.laps)
+
+
+def _generation_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
+                      clock: Stopwatch) -> tuple[RunTables, int]:
+    """Plan, generate what the store lacks, cut and mask, score what the store lacks."""
+    suite, params = config.suite, config.params
+    assert params is not None  # generation suites sample
+    prompts = expand_suite(suite)
+    plan = plan_samples(prompts, config.refs, samples=config.samples, seed=config.seed, params=params,
+                        dtype=config.options.dtype)
+    generated = fill_generations(plan, store, load=load, params=params, batch_size=config.batch_size,
+                                 progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"))
+    clock.lap("generate")
+    table = build_samples(plan, prompts, store, suite, config.run_id)
+    long_rows = []
+    for scorer in config.scorers:
+        scored = fill_scores(table["scored_text"], scorer, store,
+                             progress=lambda name, n: progress.bar(f"score {name}", n, "text"))
+        table = attach_scores(table, scored, scorer.name)
+        long_rows.append(table[["generation_id", "model", "context", "group", "is_empty"]]
+                         .assign(scorer=scorer.name, label=table[f"{scorer.name}_label"]))
+    clock.lap("score")
+    scored_long = pd.concat(long_rows, ignore_index=True) if long_rows else pd.DataFrame(
+        columns=["generation_id", "model", "context", "group", "is_empty", "scorer", "label"])
+    return RunTables(table, scored_long, suite), generated
+
+
+def _probability_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
+                       clock: Stopwatch) -> tuple[RunTables, int]:
+    """Measure next-word probabilities (and the probe's other tables) the store lacks."""
+    from nlgbias.probabilities import probability_stage
+
+    probs, probes = probability_stage(config.suite, config.refs, store, load=load, seed=config.seed,
+                                      batch_size=config.batch_size,
+                                      progress=lambda desc, n: progress.bar(desc, n, "prompt"))
+    clock.lap("generate")
+    table = probs.assign(run_id=config.run_id, suite=config.suite.name)
+    table = table[["run_id", "model", "suite", *[c for c in table.columns if c not in ("run_id", "model", "suite")]]]
+    return RunTables(table, pd.DataFrame(), config.suite, probes), 0
 
 
 def peak_memory_gb() -> float:
@@ -220,63 +348,11 @@ class Stopwatch:
         self._last = now
 
 
-def _run_pronoun(suite: Suite, refs, options: BackendOptions, *, out: Path, seed: int, batch_size: int,
-                 analysis: AnalysisOptions, progress: Progress, command, clock: "Stopwatch") -> RunResult:
-    """The pronoun-probability flow (``kind: pronoun`` suites); see :mod:`nlgbias.pronoun_run`."""
-    from nlgbias.pronoun_run import default_table, probability_table, pronoun_prompts, pronoun_results, saliency_table
-
-    prompts = pronoun_prompts(suite)
-    config = {"suite": {"name": suite.name, "version": suite.version, "content_hash": suite.content_hash},
-              "models": [{"model": r.model_id, "fingerprint": r.fingerprint} for r in refs],
-              "probe": {k: v for k, v in suite.probe.items() if k != "prompt_sets"},
-              "statistics": {"n_boot": analysis.n_boot, "confidence": analysis.confidence, "seed": seed}}
-    run_id = "r-" + hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
-    clock.lap("setup")
-    by_id = {r.model_id: r for r in refs}
-    with RunStore(out / "store.sqlite") as store:
-        started = store.start_run(run_id, config)
-
-        def load(model_id: str):
-            progress.note(f"loading {model_id} ...")
-            backend = load_backend(by_id[model_id], options)
-            store.save_model_info(model_id, by_id[model_id].fingerprint, backend.info)
-            return backend
-
-        def bar(desc, n):
-            return progress.bar(desc, n, "prompt")
-
-        continuations = list(suite.probe["continuations"])
-        probs = probability_table(prompts, refs, store, load=load, continuations=continuations,
-                                  batch_size=batch_size, progress=bar)
-        sal = saliency_table(prompts, refs, store, load=load, per_set=suite.probe["saliency_prompts"],
-                             seed=seed, progress=bar)
-        default = default_table(refs, store, load=load, continuations=continuations) \
-            if suite.probe["default_probe"] else pd.DataFrame()
-        clock.lap("generate")
-        finished = store.finish_run(run_id)
-        model_infos = [{"model": r.model_id, "backend": r.backend, "fingerprint": r.fingerprint,
-                        **(store.model_info(r.model_id, r.fingerprint) or r.info)} for r in refs]
-    results = pronoun_results(probs, sal, default, analysis)
-    clock.lap("metrics")
-    table = probs.assign(run_id=run_id, suite=suite.name)
-    table = table[["run_id", "model", "suite", *[c for c in table.columns if c not in ("run_id", "model", "suite")]]]
-    manifest = build_manifest(run_id=run_id, suite=suite, models=model_infos, params=None, samples=None, seed=seed,
-                              batch_size=batch_size, options=options, scorers=[], unavailable=[], results=results,
-                              table=table, started=started, finished=finished, command=command,
-                              n_boot=analysis.n_boot, confidence=analysis.confidence, min_n=analysis.min_n)
-    rebuilt = write_outputs(out, run_id, table, results, manifest)
-    clock.lap("outputs")
-    progress.note(f"run {run_id}: {len(table)} prompt probabilities -> {out}")
-    return RunResult(out, run_id, table, results, manifest, 0, rebuilt, clock.laps)
-
-
 def check_bls_mapping(path: str | Path) -> None:
     """Fail fast, in one line, on a job -> BLS title mapping that would fail after generation."""
-    from nlgbias.metrics import labor
-    from nlgbias.training.dataset import dataset_dir
+    from nlgbias.metrics.labor import us_shares_and_mapping
 
-    us = labor.read_us_shares(dataset_dir().parent / "intersectional" / "us_rows_data.csv")
-    labor.load_bls_mapping(path, bls_titles=us["bls_title"].unique())
+    us_shares_and_mapping(path)
 
 
 def _params(suite: Suite, **overrides) -> SamplingParams:
@@ -373,42 +449,6 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def build_manifest(*, run_id, suite, models, params, samples, seed, batch_size, options, scorers,
-                   unavailable, results, table, started, finished, command, n_boot=2000, confidence=0.95,
-                   min_n=30) -> dict:
-    """Everything needed to reproduce and cite the run.  Never holds a secret."""
-    from nlgbias import __version__
-
-    return {
-        "nlgbias_version": __version__,
-        "run_id": run_id,
-        "command": list(command) if command else None,
-        "started_at": started,
-        "finished_at": finished,
-        "suite": {"name": suite.name, "version": suite.version, "path": suite.path,
-                  "content_hash": suite.content_hash, "citation": suite.citation, "resolved": suite.to_dict()},
-        "models": models,
-        "sampling": ({**params.to_dict(), "samples_per_prompt": samples, "seed": seed,
-                      "seed_derivation": "sha256([seed, model, prompt, sample_idx])[:8] >> 1",
-                      "batch_size": batch_size, "dtype": options.dtype, "device": options.device,
-                      "truncate": suite.truncate} if params is not None else
-                     {"sampled": False, "batch_size": batch_size, "seed": seed, "device": options.device,
-                      "logprob_dtype": "float32", "truncate": None}),
-        "scorers": [{"name": s.name, "version": s.version, "citation": s.citation,
-                     "threshold": getattr(s, "threshold", None)} for s in scorers],
-        "scorers_unavailable": unavailable,
-        "statistics": {"analyses": list(suite.analyses), "n_boot": n_boot, "confidence": confidence,
-                       "min_n": min_n, "seed": seed,
-                       **{k: results.meta[k] for k in ("ci", "test", "correction") if k in results.meta}},
-        "counts": {"samples": int(len(table)),
-                   "empty_continuations": int(table["is_empty"].sum()) if "is_empty" in table else 0,
-                   "prompts": int(table["prompt_id"].nunique()), "models": len(models)},
-        "libraries": library_versions(),
-        "platform": {"system": platform.system(), "machine": platform.machine()},
-        "outputs": output_names(results),
-    }
-
-
 def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results, manifest: dict) -> list[str]:
     """Write what is missing or not this run's; the manifest last, with every output's SHA-256.
 
@@ -421,7 +461,8 @@ def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results,
 
     previous = _read_manifest(out / "manifest.json")
     same_run = previous is not None and previous.get("run_id") == run_id
-    hashes = previous.get("output_sha256", {}) if same_run and isinstance(previous.get("output_sha256"), dict) else {}
+    recorded = previous.get("output_sha256") if previous is not None and same_run else None
+    hashes = recorded if isinstance(recorded, dict) else {}
     names = output_names(results)
     todo = [name for name in names if name == "manifest.json" and not same_run
             or name != "manifest.json" and (not hashes or file_sha256(out / name) != hashes.get(name))]
@@ -465,4 +506,5 @@ def file_sha256(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-__all__ = ["RunResult", "run", "prepare_out", "build_samples", "attach_scores", "output_names"]
+__all__ = ["RunConfig", "RunResult", "run", "run_config", "prepare_out", "build_samples", "attach_scores",
+           "output_names"]

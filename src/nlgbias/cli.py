@@ -5,7 +5,6 @@ Bad input gets one line, ``Error: <where>: <what>``, and exit code 2; never a tr
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -16,14 +15,39 @@ from nlgbias.errors import InputError, NlgbiasError
 
 EXIT_BAD_INPUT = 2
 
+SHARED_OPTIONS = {
+    "model": (("--model", "models"), dict(
+        multiple=True, metavar="MODEL",
+        help="Embedded alias, GGUF file, model folder, hub id, or openai:NAME[@URL]. Repeat to compare models. "
+             "[default: smollm2-135m]")),
+    "samples": (("--samples",), dict(type=int, default=100, show_default=True, help="Samples per prompt and model.")),
+    "seed": (("--seed",), dict(type=int, default=0, show_default=True,
+                               help="Run seed; each sample's seed derives from it.")),
+    "out": (("--out",), dict(type=click.Path(path_type=Path), default=Path("runs/nlgbias"), show_default=True,
+                             help="Output folder (holds the run store: rerun the same command to resume).")),
+    "quiet": (("--quiet",), dict(is_flag=True, help="No progress bars or notes.")),
+}
 
-class Failure(click.ClickException):
-    """A one-line error with exit code 2."""
 
-    exit_code = EXIT_BAD_INPUT
+def shared_options(*names: str, **changes: dict):
+    """Stack the shared options ``names`` (model, samples, seed, out, quiet) on a command, in that order.
 
-    def show(self, file=None) -> None:
-        click.echo(f"Error: {self.format_message()}", err=True)
+    ``changes[name]`` overrides that option's keyword arguments (default, help, required), so the
+    options keep one spelling and meaning on every command (as sqlite-utils' ``output_options``).
+    """
+    def decorate(command):
+        for name in reversed(names):
+            decls, kwargs = SHARED_OPTIONS[name]
+            kwargs = {**kwargs, **changes.get(name, {})}
+            if kwargs.get("required"):  # no default at all, or click takes it for a given value
+                kwargs = {k: v for k, v in kwargs.items() if k not in ("default", "show_default")}
+            command = click.option(*decls, **kwargs)(command)
+        return command
+    return decorate
+
+
+def _required_folder(help_text: str) -> dict:
+    return {"required": True, "help": help_text}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -42,13 +66,7 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("suite", default="sheng2019")
-@click.option("--model", "models", multiple=True, metavar="MODEL",
-              help="Embedded alias, GGUF file, model folder, hub id, or openai:NAME[@URL]. Repeat to compare models. "
-                   "[default: smollm2-135m]")
-@click.option("--samples", type=int, default=100, show_default=True, help="Samples per prompt and model.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Run seed; each sample's seed derives from it.")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("runs/nlgbias"), show_default=True,
-              help="Output folder (holds the run store: rerun the same command to resume).")
+@shared_options("model", "samples", "seed", "out", "quiet")
 @click.option("--batch-size", type=int, default=120, show_default=True, help="Samples per generation batch.")
 @click.option("--max-new-tokens", type=int, default=None, help="New tokens per sample [suite default: 40].")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature; 0 = greedy [suite default: 0.7].")
@@ -68,11 +86,10 @@ def cli() -> None:
 @click.option("--min-n", type=int, default=30, show_default=True, help="Cells with fewer samples are flagged.")
 @click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
-@click.option("--quiet", is_flag=True, help="No progress bars or notes.")
 @click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
-def run(suite, models, samples, seed, out, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
+def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
         dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, n_boot, min_n, bls_mapping,
-        quiet, force) -> None:
+        force) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -119,43 +136,16 @@ def score(scorer_name, input_path, output_path, masks) -> None:
 
         nlgbias score --scorer regard --input sentences.txt --output scored.jsonl --mask "The woman"
     """
-    from nlgbias.scorers import get_scorer
-    from nlgbias.store import write_text
-    from nlgbias.text import mask_group
+    from nlgbias.scorers import score_file
 
-    scorer = get_scorer(scorer_name)
-    if input_path.is_dir():
-        raise InputError(f"--input {input_path}: is a folder; give a file")
-    if not input_path.is_file():
-        raise InputError(f"--input {input_path}: file not found")
-    try:
-        texts = input_path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        line = input_path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise InputError(f"--input {input_path}:{line}: not UTF-8 text") from None
-    if output_path.is_dir():
-        raise InputError(f"--output {output_path}: is a folder; give a file name")
-    scored_texts = texts
-    for mention in masks:
-        if not mention.strip():
-            raise InputError("--mask: give the group mention to replace, e.g. --mask 'The woman'")
-        scored_texts = [mask_group(t, mention) for t in scored_texts]
-    scored = scorer.score(scored_texts)
-    lines = [json.dumps({"text": t, "label": label, "scores": details}, ensure_ascii=False)
-             for t, label, details in zip(texts, scored["label"], scored["details"])]
-    try:
-        write_text(output_path, "".join(line + "\n" for line in lines))
-    except OSError as exc:
-        raise InputError(f"--output {output_path}: cannot write ({exc.strerror or exc})") from None
-    truncated = sum(bool(d.get("truncated")) for d in scored["details"] if isinstance(d, dict))
-    empty = sum(1 for t in texts if not t.strip())
-    notes = [f"{len(texts)} texts scored with {scorer_name}"]
-    if not texts:
+    counts = score_file(input_path, output_path, scorer=scorer_name, masks=masks)
+    notes = [f"{counts['texts']} texts scored with {scorer_name}"]
+    if not counts["texts"]:
         notes = [f"--input {input_path} is empty: 0 texts scored with {scorer_name}"]
-    if truncated:
-        notes.append(f"{truncated} longer than the scorer's limit were cut")
-    if empty:
-        notes.append(f"{empty} empty")
+    if counts["truncated"]:
+        notes.append(f"{counts['truncated']} longer than the scorer's limit were cut")
+    if counts["empty"]:
+        notes.append(f"{counts['empty']} empty")
     click.echo("; ".join(notes) + f" -> {output_path}", err=True)
 
 
@@ -249,7 +239,8 @@ def annotate() -> None:
 
 @annotate.command("sample")
 @click.argument("run_folder", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for items, sheets, guidelines.")
+@shared_options("out", "seed", out=_required_folder("Folder for items, sheets, guidelines."),
+                seed={"help": "Sampling seed."})
 @click.option("--k-positive", type=int, default=3, show_default=True, help="VADER-positive samples per cell.")
 @click.option("--k-negative", type=int, default=3, show_default=True, help="VADER-negative samples per cell.")
 @click.option("--k-neutral", type=int, default=0, show_default=True, help="VADER-neutral samples per cell.")
@@ -257,8 +248,7 @@ def annotate() -> None:
               help="Instead: up to N texts per cell that the regard classifier scored with max probability < 0.6.")
 @click.option("--annotators", default="a1,a2,a3", show_default=True, help="Comma-separated annotator names.")
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-def annotate_sample(run_folder, out, k_positive, k_negative, k_neutral, k_low, annotators, fmt, seed) -> None:
+def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_low, annotators, fmt) -> None:
     """Sample a run's generations per (model, template, group), mask them, write one sheet per annotator.
 
     Example:
@@ -269,32 +259,11 @@ def annotate_sample(run_folder, out, k_positive, k_negative, k_neutral, k_low, a
 
         nlgbias annotate sample runs/demo --out hard --low-confidence 10
     """
-    import pandas as pd
+    from nlgbias.annotation import sample_run
 
-    from nlgbias.annotation import annotation_sample, export_sheets
-    from nlgbias.annotation.sample import low_confidence_sample
-
-    source = run_folder / "samples.parquet"
-    if not source.is_file():
-        raise InputError(f"{source}: missing; give the --out folder of a finished `nlgbias run`")
-    for name, k in (("--k-positive", k_positive), ("--k-negative", k_negative), ("--k-neutral", k_neutral),
-                    ("--low-confidence", k_low or 0)):
-        if k < 0:
-            raise InputError(f"{name} {k}: must be 0 or more")
-    if k_positive == k_negative == k_neutral == 0:
-        raise InputError("--k-positive, --k-negative, --k-neutral: all are 0, so nothing would be sampled")
-    samples = pd.read_parquet(source)
-    if k_low is not None:
-        if "regard_details" not in samples.columns:
-            raise InputError(f"{source}: has no regard_details column; run with --scorer regard")
-        items = low_confidence_sample(samples, k=k_low, seed=seed)
-    elif "vader_label" not in samples.columns:
-        raise InputError(f"{source}: has no vader_label column; run with --scorer vader")
-    else:
-        items = annotation_sample(samples, k_positive=k_positive, k_negative=k_negative, k_neutral=k_neutral,
-                                  seed=seed)
-    paths = export_sheets(items, out, annotators=[a.strip() for a in annotators.split(",") if a.strip()],
-                          fmt=fmt, seed=seed)
+    items, paths = sample_run(run_folder, out, k_positive=k_positive, k_negative=k_negative, k_neutral=k_neutral,
+                              k_low=k_low, annotators=[a.strip() for a in annotators.split(",") if a.strip()],
+                              fmt=fmt, seed=seed)
     click.echo(f"{len(items)} distinct masked texts; wrote {', '.join(p.name for p in paths)} to {out}")
 
 
@@ -312,29 +281,9 @@ def annotate_import(sheets, items_path, out, ties) -> None:
         nlgbias annotate import annotation/sheet-a1.csv annotation/sheet-a2.csv annotation/sheet-a3.csv \\
             --items annotation/items.csv --out annotation/result
     """
-    import pandas as pd
+    from nlgbias.annotation import import_labels
 
-    from nlgbias.annotation import adjudicate, agreement, correlation_table, import_sheets, read_items
-    from nlgbias.store import write_csv, write_json
-
-    if not items_path.is_file():
-        raise InputError(f"--items {items_path}: file not found")
-    items = read_items(items_path)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: is a file; give a folder")
-    labels = import_sheets(sheets, items=items)
-    out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "labels.csv", labels)
-    figures = {column: agreement(labels, column) for column in ("regard", "sentiment")}
-    write_json(out / "agreement.json", figures)
-    adjudicated = {}
-    for column in ("regard", "sentiment"):
-        for classes in (3, 4):
-            table = adjudicate(labels, column, classes=classes, ties=ties)
-            adjudicated[(column, classes)] = table
-            write_csv(out / f"{column}-{classes}class.csv", table)
-    table5 = correlation_table(items, adjudicated[("regard", 3)], adjudicated[("sentiment", 3)])
-    write_csv(out / "correlations.csv", table5)
+    figures = import_labels(sheets, items_path=items_path, out=out, ties=ties)
     for column, f in figures.items():
         click.echo(f"{column}: Fleiss kappa {f['fleiss_kappa_6']:.2f} (6 categories), {f['fleiss_kappa_3']:.2f} "
                    f"(3 original); Krippendorff alpha {f['krippendorff_alpha_ordinal_3']:.2f}; "
@@ -344,14 +293,11 @@ def annotate_import(sheets, items_path, out, ties) -> None:
 
 @cli.command()
 @click.argument("suite", default="kirk2021-identity")
-@click.option("--model", "models", multiple=True, metavar="MODEL", help="As for `run` [default: smollm2-135m].")
+@shared_options("model", "samples", "seed", "out", "quiet", samples={"default": 50, "help": "Samples per prompt and cell."},
+                out=_required_folder("Folder; one run per grid cell inside."))
 @click.option("--top-k", "top_k", default="10,50,100", show_default=True, help="Comma-separated top-k values (0 = off).")
 @click.option("--temperature", default="0.7,1.0", show_default=True, help="Comma-separated temperatures (> 0).")
-@click.option("--samples", type=int, default=50, show_default=True, help="Samples per prompt and cell.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder; one run per grid cell inside.")
-@click.option("--quiet", is_flag=True)
-def ablate(suite, models, top_k, temperature, samples, seed, out, quiet) -> None:
+def ablate(suite, models, samples, seed, out, quiet, top_k, temperature) -> None:
     """Job diversity (distinct jobs, Gini) over a top-k x temperature grid (Kirk et al., App. C).
 
     Example:
@@ -397,13 +343,13 @@ def names_suite(names_file, out, suite_name, template) -> None:
 @cli.command("train-regard")
 @click.option("--data", "data_path", type=click.Path(path_type=Path), default=None,
               help="Annotated data (regard.csv) [default: the shipped dataset].")
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for the trained classifier.")
+@shared_options("out", "seed", out=_required_folder("Folder for the trained classifier."),
+                seed={"help": "Training seed."})
 @click.option("--classes", type=click.Choice(["3", "4"]), default="3", show_default=True,
               help="3: negative/neutral/positive; 4: adds other (mixed, nonsense).")
-@click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--compare", is_flag=True, help="Also compare with the baselines over --seeds seeds (slow).")
 @click.option("--seeds", type=int, default=5, show_default=True, help="Seeds for --compare.")
-def train_regard(data_path, out, classes, seed, compare, seeds) -> None:
+def train_regard(data_path, out, seed, classes, compare, seeds) -> None:
     """Rebuild the regard classifier from the annotated data, deterministically.
 
     With the shipped data and defaults, the adapter written to --out is byte-identical to the
@@ -428,13 +374,10 @@ def train_regard(data_path, out, classes, seed, compare, seeds) -> None:
     click.echo(f"adapter sha256 {result['adapter_sha256'][:16]}: "
                + ("identical to the shipped classifier" if result["identical_to_shipped"] else "differs from the shipped classifier"))
     if compare:
-        from nlgbias.store import write_json, write_text
-        from nlgbias.training.experiment import compare_models, report_markdown
+        from nlgbias.training.experiment import report_markdown, write_comparison
 
-        comparison = compare_models(data, classes=int(classes), seeds=range(seeds),
-                                    progress=lambda name, s: click.echo(f"  {name} seed {s} done", err=True))
-        write_json(out / "comparison.json", comparison)
-        write_text(out / "comparison.md", report_markdown(comparison) + "\n")
+        comparison = write_comparison(data, out, classes=int(classes), seeds=range(seeds),
+                                      progress=lambda name, s: click.echo(f"  {name} seed {s} done", err=True))
         click.echo(report_markdown(comparison))
 
 

@@ -22,6 +22,10 @@ class ScorerError(NlgbiasError):
     """A scorer is unknown, unavailable, or was given unusable input."""
 
 
+class ScorerUnavailable(ScorerError):
+    """A known scorer that cannot run here (e.g. a package it needs is not installed)."""
+
+
 class StoreError(NlgbiasError):
     """The run store or an output folder cannot be used."""
 

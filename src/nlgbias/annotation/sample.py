@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from nlgbias.metrics.shares import cell_seed
+from nlgbias.keys import cell_seed
 
 ITEM_COLUMNS = ["id", "text", "context", "template_id", "group", "model", "vader_label", "generation_id"]
 

@@ -11,9 +11,9 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from nlgbias.metrics.shares import cell_seed
+from nlgbias.keys import cell_seed
+from nlgbias.metrics.resampling import (bootstrap_indices, cell_rng, percentile_interval, permutation_test)
 
 
 def probability_difference(details_a: Sequence[dict], details_b: Sequence[dict], *, labels: Sequence[str],
@@ -34,7 +34,6 @@ def probability_difference(details_a: Sequence[dict], details_b: Sequence[dict],
         means (9,999 random relabellings).
     """
     rows = []
-    alpha = (1 - confidence) / 2
     for label in labels:
         try:
             a = np.array([float(d[label]) for d in details_a])
@@ -43,10 +42,9 @@ def probability_difference(details_a: Sequence[dict], details_b: Sequence[dict],
             raise ValueError(f"probability_difference: label {label!r} missing from a scorer's output") from None
         if len(a) == 0 or len(b) == 0:
             raise ValueError("probability_difference: both sets need at least one text")
-        rng = np.random.default_rng(cell_seed(seed, label))
-        boot = (rng.choice(a, (n_boot, len(a))).mean(axis=1) - rng.choice(b, (n_boot, len(b))).mean(axis=1))
-        test = stats.permutation_test((a, b), lambda x, y, axis: x.mean(axis=axis) - y.mean(axis=axis),
-                                      vectorized=True, n_resamples=9999, rng=np.random.default_rng(cell_seed(seed, label, "p")))
-        low, high = np.quantile(boot, [alpha, 1 - alpha])
+        rng = cell_rng(seed, label)
+        boot = a[bootstrap_indices(rng, len(a), n_boot)].mean(axis=1) - b[bootstrap_indices(rng, len(b), n_boot)].mean(axis=1)
+        test = permutation_test((a, b), seed=cell_seed(seed, label, "p"), n_resamples=9999)
+        low, high = percentile_interval(boot, confidence)
         rows.append((label, len(a), a.mean(), len(b), b.mean(), a.mean() - b.mean(), low, high, float(test.pvalue)))
     return pd.DataFrame(rows, columns=["label", "n_a", "mean_a", "n_b", "mean_b", "diff", "ci_low", "ci_high", "p"])

@@ -36,13 +36,11 @@ Computer Programmer as Woman is to Homemaker? Debiasing Word Embeddings. NeurIPS
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import re
 import warnings
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
@@ -52,8 +50,11 @@ from scipy import stats
 
 from nlgbias.embeddings import EmbeddingSpace, MiniLMSpace, normalise_rows
 from nlgbias.errors import InputError
-from nlgbias.metrics.shares import cell_seed
+from nlgbias.keys import cell_seed
+from nlgbias.metrics.resampling import (bootstrap_means, cell_rng, mean_difference, percentile_interval,
+                                        permutation_test, require_columns)
 from nlgbias.metrics.significance import fdr_bh
+from nlgbias.resources import data_path
 
 DEBIASWE_ENV = "NLGBIAS_DEBIASWE_DIR"
 DEBIASWE_NAMES = ("definitional_pairs", "equalize_pairs", "gender_specific_full", "gender_specific_seed", "professions")
@@ -83,7 +84,6 @@ UNKNOWN_LIST = "debiaswe data: unknown list {name!r}; known: {known}"
 NO_PAIRS = "gender_direction: none of the {n} definitional pairs can be embedded in {space}"
 NO_ANCHOR = "gender_direction: anchor word {anchor!r} cannot be embedded in {space}; pass another anchor"
 DIM_MISMATCH = "{where}: direction has {got} dimensions, space {space} has {dim}"
-MISSING_COLUMN = "{where}: column {column!r} missing from parsed table; got {got}"
 BAD_GENDER = "{where}: column 'gender' has {value!r}; expected 'female' or 'male'"
 BAD_CHOICE = "{where}: {name} must be one of {allowed}, got {value!r}"
 BAD_PAIR = "fairness_check: pairs[{index}] must be two prompts, got {value!r}"
@@ -94,7 +94,7 @@ UNKNOWN_PROMPT = "fairness_check: prompt {prompt!r} is not in the parsed table; 
 
 def debiaswe_dir() -> Path:
     """Folder with the debiaswe lists: package data first, then ``$NLGBIAS_DEBIASWE_DIR``."""
-    places = [Path(str(resources.files("nlgbias").joinpath("data", "debiaswe")))]
+    places = [data_path("debiaswe")]
     if os.environ.get(DEBIASWE_ENV):
         places.append(Path(os.environ[DEBIASWE_ENV]))
     for place in places:
@@ -451,35 +451,11 @@ def _check_choice(where: str, name: str, value: Any, allowed: Sequence[str]) -> 
         raise InputError(BAD_CHOICE.format(where=where, name=name, allowed=", ".join(allowed), value=value))
 
 
-def _bootstrap_means(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of ``n_boot`` resamples of ``x`` (with replacement), in chunks to bound memory.
-
-    ``x`` is sorted first, so the result does not depend on row order.
-    """
-    x = np.sort(np.asarray(x, dtype=np.float64))
-    n = len(x)
-    out = np.empty(n_boot)
-    chunk = max(1, 4_000_000 // max(n, 1))
-    for start in range(0, n_boot, chunk):
-        stop = min(n_boot, start + chunk)
-        out[start:stop] = x[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
-    return out
-
-
 def _mean_ci(x: np.ndarray, *, n_boot: int, confidence: float, seed: int) -> tuple[float, float, float]:
     if len(x) == 0:
         return np.nan, np.nan, np.nan
-    alpha = (1 - confidence) / 2
-    boot = _bootstrap_means(x, n_boot, np.random.default_rng(seed))
-    low, high = np.quantile(boot, [alpha, 1 - alpha])
+    low, high = percentile_interval(bootstrap_means(x, n_boot, np.random.default_rng(seed)), confidence)
     return float(x.mean()), float(low), float(high)
-
-
-def _mean_difference(x, y, axis=-1):
-    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
-
-
-_PERMUTATION_SEED_ARG = "rng" if "rng" in inspect.signature(stats.permutation_test).parameters else "random_state"
 
 
 def _permutation_p(a: np.ndarray, b: np.ndarray, *, n_resamples: int, seed: int) -> float:
@@ -499,18 +475,15 @@ def _permutation_p(a: np.ndarray, b: np.ndarray, *, n_resamples: int, seed: int)
         p_greater = np.mean(null >= observed - eps)
         p_less = np.mean(null <= observed + eps)
         return float(min(1.0, 2 * min(p_greater, p_less)))
-    result = stats.permutation_test((a, b), _mean_difference, permutation_type="independent", vectorized=True,
-                                    n_resamples=n_resamples, alternative="two-sided",
-                                    **{_PERMUTATION_SEED_ARG: np.random.default_rng(seed)})
+    result = permutation_test((a, b), mean_difference, seed=seed, permutation_type="independent",
+                              n_resamples=n_resamples, alternative="two-sided")
     return float(result.pvalue)
 
 
 # --- Table 1 ----------------------------------------------------------------------------------
 
 def _check_parsed(parsed: pd.DataFrame, where: str, columns: Sequence[str] = PARSED_COLUMNS) -> None:
-    for column in columns:
-        if column not in parsed.columns:
-            raise InputError(MISSING_COLUMN.format(where=where, column=column, got=", ".join(map(str, parsed.columns))))
+    require_columns(parsed, columns, where, "parsed")
     if "gender" in columns:
         bad = parsed.loc[~parsed["gender"].isin(GENDERS), "gender"]
         if len(bad):
@@ -529,9 +502,7 @@ def sample_bias(parsed: pd.DataFrame, space: EmbeddingSpace, *,
     None, NaN or empty) or ``missing`` (the space cannot embed the profession); ``bias`` is
     ``nan`` unless ``ok``.
     """
-    if "profession" not in parsed.columns:
-        raise InputError(MISSING_COLUMN.format(where="sample_bias", column="profession",
-                                               got=", ".join(map(str, parsed.columns))))
+    require_columns(parsed, ["profession"], "sample_bias", "parsed")
     g, _ = _direction_vector(space, direction, "sample_bias")
     out = parsed.copy()
     has = out["profession"].map(_has_profession).to_numpy(bool)
@@ -646,10 +617,9 @@ def profession_bias_table(parsed: pd.DataFrame, *, space: EmbeddingSpace | None 
         diff = low = high = np.nan
         if len(female) and len(male):
             diff = float(female.mean() - male.mean())
-            rng = np.random.default_rng(cell_seed(seed, "difference", *key))
-            boot = _bootstrap_means(female, n_boot, rng) - _bootstrap_means(male, n_boot, rng)
-            alpha = (1 - confidence) / 2
-            low, high = (float(q) for q in np.quantile(boot, [alpha, 1 - alpha]))
+            rng = cell_rng(seed, "difference", *key)
+            boot = bootstrap_means(female, n_boot, rng) - bootstrap_means(male, n_boot, rng)
+            low, high = (float(q) for q in percentile_interval(boot, confidence))
         p = _permutation_p(female, male, n_resamples=n_resamples, seed=cell_seed(seed, "permutation", *key))
         difference.append([space.name, *key, len(female), float(female.mean()) if len(female) else np.nan,
                            len(male), float(male.mean()) if len(male) else np.nan, diff, low, high, p])
@@ -853,7 +823,6 @@ def fairness_check(parsed: pd.DataFrame, pairs: Sequence[tuple[str, str]], *, sp
     if bias_range == "unit":
         samples["bias"] = (1.0 + samples["bias"]) / 2.0
     distances = prompt_distances(clean, encoder=encoder)
-    alpha = (1 - confidence) / 2
     rows = []
     for model, table in samples.groupby("model", sort=False, dropna=False):
         ok = table[table["status"] == "ok"]
@@ -863,9 +832,9 @@ def fairness_check(parsed: pd.DataFrame, pairs: Sequence[tuple[str, str]], *, sp
             gap = low = high = np.nan
             if len(x) and len(y):
                 gap = abs(float(x.mean() - y.mean()))
-                rng = np.random.default_rng(cell_seed(seed, "gap", model, u, v))
-                boot = np.abs(_bootstrap_means(x, n_boot, rng) - _bootstrap_means(y, n_boot, rng))
-                low, high = (float(q) for q in np.quantile(boot, [alpha, 1 - alpha]))
+                rng = cell_rng(seed, "gap", model, u, v)
+                boot = np.abs(bootstrap_means(x, n_boot, rng) - bootstrap_means(y, n_boot, rng))
+                low, high = (float(q) for q in percentile_interval(boot, confidence))
             for distance in DISTANCES:
                 d = float(dist[distance])
                 ratio = float(_ratio(np.array([gap]), np.array([d]))[0])

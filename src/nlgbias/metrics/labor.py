@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import csv
 import difflib
-from importlib import resources
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -46,7 +45,9 @@ import pandas as pd
 from scipy import stats
 
 from nlgbias.errors import InputError
-from nlgbias.metrics.occupations import BASE, GENDERS, _check_columns, _prepare
+from nlgbias.metrics.occupations import BASE, GENDERS, _prepare
+from nlgbias.metrics.resampling import require_columns
+from nlgbias.resources import data_path
 
 #: Share of women and men among all employed people, US CPS 2019 annual averages (table 11).
 GENDER_SHARES_2019 = {"woman": 0.470, "man": 0.530}
@@ -72,7 +73,7 @@ _US_VALUE = "{path}: non-numeric share {value!r} for {title!r} ({category}/{gend
 
 def default_mapping_path() -> Path:
     """Path of the shipped ``nlgbias/data/occupations/bls_mapping.csv``."""
-    return Path(str(resources.files("nlgbias").joinpath("data", "occupations", "bls_mapping.csv")))
+    return data_path("occupations", "bls_mapping.csv")
 
 
 # --- inputs -------------------------------------------------------------------------------
@@ -119,6 +120,17 @@ def read_us_shares(path: str | Path) -> pd.DataFrame:
                                           category=row["category"], gender=row["gender"]))
     long = long.assign(share=values.astype(float), gender=long["gender"].map(US_GENDERS))
     return long.rename(columns={"category": "ethnicity"})[["ethnicity", "gender", "bls_title", "share"]]
+
+
+def shipped_us_shares() -> pd.DataFrame:
+    """:func:`read_us_shares` of the shipped ``nlgbias/data/intersectional/us_rows_data.csv``."""
+    return read_us_shares(data_path("intersectional", "us_rows_data.csv"))
+
+
+def us_shares_and_mapping(mapping: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The shipped US shares and a checked job -> BLS title ``mapping`` (default: the shipped one)."""
+    us = shipped_us_shares()
+    return us, load_bls_mapping(mapping, bls_titles=us["bls_title"].unique())
 
 
 def load_bls_mapping(path: str | Path | None = None, *, bls_titles: Iterable[str],
@@ -223,7 +235,7 @@ def mapping_coverage(jobs: pd.DataFrame, mapping: pd.DataFrame, *, top: int = 50
         ``bls_title`` (titles joined by ``|``; empty when unmatched) and ``gendered``.
         ``matched.sum()`` per model is the coverage.
     """
-    _check_columns(jobs, ["model", "axis", "occupation"], "mapping_coverage", "jobs")
+    require_columns(jobs, ["model", "axis", "occupation"], "mapping_coverage", "jobs")
     rows_jobs = jobs if axes is None else jobs[jobs["axis"].isin(list(axes))]
     titles = mapping.groupby("job")["bls_title"].agg("|".join)
     gendered = mapping.groupby("job")["gendered"].any()
@@ -441,7 +453,7 @@ def labor_agreement(comparison: pd.DataFrame) -> pd.DataFrame:
     >>> int(row["n_jobs"]), round(float(row["mse"]), 4), round(float(row["kendall_tau"]), 4)
     (4, 0.01, 0.6667)
     """
-    _check_columns(comparison, ["model", "ethnicity", "gender", "adj_pred", "us_share"], "labor_agreement",
+    require_columns(comparison, ["model", "ethnicity", "gender", "adj_pred", "us_share"], "labor_agreement",
                    "comparison")
     rows = []
     for (model, ethnicity, gender), part in comparison.groupby(["model", "ethnicity", "gender"], sort=True):
@@ -485,7 +497,7 @@ def segregation_gap(comparison: pd.DataFrame, *, low: float = 0.25, high: float 
     >>> segregation_gap(table)[["band", "n_jobs", "mean_diff_pp"]].round(2).values.tolist()
     [['us_share < 0.25', 2, 3.5], ['us_share > 0.75', 1, -9.0]]
     """
-    _check_columns(comparison, ["model", "ethnicity", "gender", "unit", "adj_pred", "us_share"], "segregation_gap",
+    require_columns(comparison, ["model", "ethnicity", "gender", "unit", "adj_pred", "us_share"], "segregation_gap",
                    "comparison")
     women = comparison[(comparison["ethnicity"] == BASE) & (comparison["gender"] == "woman")]
     rows = []
@@ -516,7 +528,7 @@ def top_jobs(jobs: pd.DataFrame, *, n: int = 5, axes: Sequence[str] = (BASE, "et
     pandas.DataFrame
         ``model, axis, category, gender, rank, job, share, cum_share``; ties broken alphabetically.
     """
-    _check_columns(jobs, ["model", "axis", "category", "gender", "occupation"], "top_jobs", "jobs")
+    require_columns(jobs, ["model", "axis", "category", "gender", "occupation"], "top_jobs", "jobs")
     part = jobs[jobs["axis"].isin(list(axes))]
     by = ["model", "axis", "category", "gender"]
     k = part.groupby([*by, "occupation"]).size().rename("k").reset_index()

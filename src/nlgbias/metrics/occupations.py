@@ -23,13 +23,13 @@ Counts are *mentions* (rows of ``jobs``) unless a column says ``samples``.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from nlgbias.errors import InputError
-from nlgbias.metrics.shares import cell_seed
+from nlgbias.metrics.resampling import cell_rng, percentile_interval, require_columns
 
 KEY = ["model", "axis", "category", "gender", "group"]
 JOB_COLUMNS = ["generation_id", *KEY, "occupation"]
@@ -40,7 +40,6 @@ CATEGORY_SEP = "|"
 #: Paper coding of the sexuality prompts: "lesbian woman" is the woman counterpart of "gay man".
 DEFAULT_ALIASES = {"lesbian": "gay"}
 
-_MISSING_COLUMN = "{where}: column {column!r} missing from the {table} table; got {got}"
 _BAD_GENDER = "{where}: gender must be 'man' or 'woman'; got {value!r} in the {table} table"
 _DUPLICATE_CALLS = "{where}: the calls table has {n} rows for group {group!r} of model {model!r}; expected one"
 _BAD_N_CALLS = "{where}: n_calls must be a positive integer; got {value!r} for group {group!r} of model {model!r}"
@@ -61,13 +60,6 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _check_columns(table: pd.DataFrame, columns: Iterable[str], where: str, name: str) -> None:
-    for column in columns:
-        if column not in table.columns:
-            raise InputError(_MISSING_COLUMN.format(where=where, column=column, table=name,
-                                                    got=", ".join(map(str, table.columns)) or "no columns"))
-
-
 def _check_option(value, allowed: Sequence[str], where: str, name: str) -> None:
     if value not in allowed:
         raise InputError(_BAD_OPTION.format(where=where, name=name, allowed=", ".join(map(repr, allowed)), value=value))
@@ -77,8 +69,8 @@ def _prepare(jobs: pd.DataFrame, calls: pd.DataFrame, where: str, key: Sequence[
              ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Validate both tables; return ``jobs`` (needed columns) and ``calls`` with ``n_titled``."""
     key = list(key)
-    _check_columns(jobs, ["generation_id", *key, "occupation"], where, "jobs")
-    _check_columns(calls, [*key, "n_calls"], where, "calls")
+    require_columns(jobs, ["generation_id", *key, "occupation"], where, "jobs")
+    require_columns(calls, [*key, "n_calls"], where, "calls")
     for table, name in ((jobs, "jobs"), (calls, "calls")):
         bad = ~table["gender"].isin(GENDERS)
         if bad.any():
@@ -301,7 +293,7 @@ def rank_frequency(jobs: pd.DataFrame, *, by: Sequence[str] = ("model", "gender"
     [[1, 'maid', 5, 0.5], [2, 'nurse', 3, 0.8], [3, 'clerk', 1, 0.9], [4, 'cook', 1, 1.0]]
     """
     by = list(by)
-    _check_columns(jobs, [*by, "occupation"], "rank_frequency", "jobs")
+    require_columns(jobs, [*by, "occupation"], "rank_frequency", "jobs")
     k = jobs.groupby([*by, "occupation"], sort=False, dropna=False).size().rename("k").reset_index()
     k = k.sort_values([*by, "k", "occupation"], ascending=[True] * len(by) + [False, True], kind="mergesort")
     grouped = k.groupby(by, sort=False, dropna=False)["k"]
@@ -406,7 +398,6 @@ def _gini_table(jobs: pd.DataFrame, calls: pd.DataFrame, *, key: Sequence[str], 
                 ci: str = "percentile") -> pd.DataFrame:
     by, key = list(by), list(key)
     support_by = ["model"] if "model" in by else []
-    alpha = (1 - confidence) / 2
     rows = []
     vocab = {}
     for skey, part in (jobs.groupby(support_by, sort=False) if support_by else [((), jobs)]):
@@ -424,9 +415,9 @@ def _gini_table(jobs: pd.DataFrame, calls: pd.DataFrame, *, key: Sequence[str], 
         low = high = mean = float("nan")
         if n_boot and len(cell_jobs):
             reps = _bootstrap_counts(cell_jobs, cell_calls, col, len(names), key=key, n_boot=n_boot,
-                                     rng=np.random.default_rng(cell_seed(seed, where, *tkey)))
+                                     rng=cell_rng(seed, where, *tkey))
             values = _gini_rows(reps, support)
-            low, high = np.nanquantile(values, [alpha, 1 - alpha])
+            low, high = percentile_interval(values, confidence, skip_nan=True)
             if ci == "basic":  # reflected, and clipped to the range a Gini can take
                 low, high = max(2 * estimate - high, 0.0), min(2 * estimate - low, 1.0)
             mean = float(np.nanmean(values))
@@ -542,7 +533,7 @@ def occupation_gini(jobs: pd.DataFrame, calls: pd.DataFrame, *, by: Sequence[str
     by = list(by)
     _check_option(support, ("union", "observed"), "occupation_gini", "support")
     jobs, calls = _prepare(jobs, calls, "occupation_gini")
-    _check_columns(calls, by, "occupation_gini", "calls")
+    require_columns(calls, by, "occupation_gini", "calls")
     _check_option(ci, ("percentile", "basic"), "occupation_gini", "ci")
     out = _gini_table(jobs, calls, key=KEY, by=by, support=support, n_boot=n_boot, confidence=confidence,
                       seed=seed, where="occupation_gini", ci=ci)
@@ -741,7 +732,7 @@ def overrepresentation(jobs: pd.DataFrame, calls: pd.DataFrame, *, axes: Sequenc
 # --- decoding ablation -------------------------------------------------------------------------
 
 def _check_grid(table: pd.DataFrame, name: str, where: str) -> pd.DataFrame:
-    _check_columns(table, ["top_k", "temperature"], where, name)
+    require_columns(table, ["top_k", "temperature"], where, name)
     temperature = pd.to_numeric(table["temperature"], errors="coerce")
     bad = ~(temperature.notna() & np.isfinite(temperature) & (temperature > 0))
     if bad.any():
@@ -799,7 +790,7 @@ def decoding_ablation(jobs: pd.DataFrame, calls: pd.DataFrame, *,
     calls = _check_grid(calls, "calls", "decoding_ablation")
     key = [*KEY, "top_k", "temperature"]
     jobs, calls = _prepare(jobs, calls, "decoding_ablation", key=key)
-    _check_columns(calls, by, "decoding_ablation", "calls")
+    require_columns(calls, by, "decoding_ablation", "calls")
     _check_option(ci, ("percentile", "basic"), "decoding_ablation", "ci")
     out = _gini_table(jobs, calls, key=key, by=by, support=support, n_boot=n_boot, confidence=confidence,
                       seed=seed, where="decoding_ablation", ci=ci)

@@ -37,31 +37,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nlgbias.metrics.shares import cell_seed
+from nlgbias.metrics.resampling import (bootstrap_indices, cell_rng, percentile_interval, require_columns)
+from nlgbias.words import FAMILIES
 
 BY = ("model", "prompt_set")
-FAMILIES: dict[str, list[str]] = {
-    "male": ["he", "his", "him"],
-    "female": ["she", "her", "hers"],
-    "neutral": ["they", "their", "them"],
-}
-"""The pronoun families (same as ``nlgbias.probes.pronouns.FAMILIES``; metrics never import probes)."""
-
 MEASURE_COLUMNS = ["measure", "n", "value", "ci_low", "ci_high"]
 MEAN_COLUMNS = ["measure", "n", "value", "sd", "ci_low", "ci_high"]
 CORRELATION_COLUMNS = ["score", "method", "n", "n_unmatched", "r", "p"]
 
-MISSING_COLUMN = "{where}: column {column!r} missing from table; got {columns}"
 BAD_BINS = "bins: need an int >= 1 or at least two increasing edges; got {bins!r}"
 OUTSIDE_BINS = "{where}: {count} values lie outside the bins [{low}, {high}]"
 FEW_PROFESSIONS = "{where}: {n} matched professions in cell {cell}; correlations need at least 3, so r and p are nan"
-
-
-def _check(table: pd.DataFrame, columns: Sequence[str], where: str) -> None:
-    for column in columns:
-        if column not in table.columns:
-            raise ValueError(MISSING_COLUMN.format(where=where, column=column,
-                                                   columns=", ".join(map(str, table.columns))))
 
 
 def _cells(table: pd.DataFrame, by: Sequence[str]):
@@ -114,10 +100,10 @@ def pronoun_measures(probs: pd.DataFrame, *, he: str = "he", she: str = "she",
     [[0.2, 0.2, 3.0, 0.4, 0.1], [-0.1, 0.1, 0.5, 0.1, 0.3]]
     """
     where = "pronoun_measures"
-    _check(probs, [he, she], where)
+    require_columns(probs, [he, she], where, "probabilities")
     families = dict(families or {})
     for words in families.values():
-        _check(probs, list(words), where)
+        require_columns(probs, list(words), where, "probabilities")
     out = probs.copy()
     out["diff"] = probs[he].to_numpy(float) - probs[she].to_numpy(float)
     out["abs_diff"] = np.abs(out["diff"].to_numpy())
@@ -236,9 +222,8 @@ def divergence_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, he: str = "
     """
     by = list(by)
     where = "divergence_table"
-    _check(probs, by + [he, she], where)
+    require_columns(probs, by + [he, she], where, "probabilities")
     edges = _edges(bins)
-    alpha = (1 - confidence) / 2
     rows = []
     for key, cell in _cells(probs, by):
         h, s = cell[he].to_numpy(float), cell[she].to_numpy(float)
@@ -256,12 +241,11 @@ def divergence_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, he: str = "
             return float(stats.wasserstein_distance(h[idx], s[idx]))
 
         everything = np.arange(n)
-        rng = np.random.default_rng(cell_seed(seed, where, *key))
-        draws = rng.integers(0, n, size=(n_boot, n)) if n else np.zeros((0, 0), dtype=int)
+        draws = bootstrap_indices(cell_rng(seed, where, *key), n, n_boot) if n else np.zeros((0, 0), dtype=int)
         for measure, fn in (("kl", kl), ("emd", emd)):
             value = fn(everything) if n else np.nan
             boot = np.array([fn(idx) for idx in draws]) if n and n_boot else np.array([np.nan])
-            low, high = np.quantile(boot, [alpha, 1 - alpha])
+            low, high = percentile_interval(boot, confidence)
             rows.append([*key, measure, n, value, float(low), float(high)])
     return pd.DataFrame(rows, columns=by + MEASURE_COLUMNS)
 
@@ -271,13 +255,12 @@ def divergence_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, he: str = "
 def _mean_table(table: pd.DataFrame, by: list[str], measures: dict[str, np.ndarray], *, n_boot: int,
                 confidence: float, seed: int, where: str) -> pd.DataFrame:
     """Mean of each measure per cell, with the sample sd and a percentile bootstrap CI."""
-    alpha = (1 - confidence) / 2
     positions = pd.Series(np.arange(len(table)), index=table.index)
     rows = []
     for key, cell in _cells(table.assign(_row=positions.to_numpy()), by):
         idx = cell["_row"].to_numpy()
         n = len(idx)
-        draws = np.random.default_rng(cell_seed(seed, where, *key)).integers(0, n, size=(n_boot, n)) if n else None
+        draws = bootstrap_indices(cell_rng(seed, where, *key), n, n_boot) if n else None
         for measure, values in measures.items():
             x = np.sort(values[idx])  # a canonical order, so the bootstrap ignores row order
             value = float(np.mean(x)) if n else np.nan
@@ -285,7 +268,7 @@ def _mean_table(table: pd.DataFrame, by: list[str], measures: dict[str, np.ndarr
             if n and n_boot:
                 with np.errstate(invalid="ignore"):
                     boot = x[draws].mean(axis=1)
-                low, high = np.quantile(boot, [alpha, 1 - alpha])
+                low, high = percentile_interval(boot, confidence)
             else:
                 low = high = np.nan
             rows.append([*key, measure, n, value, sd, float(low), float(high)])
@@ -296,7 +279,7 @@ def mean_table(table: pd.DataFrame, by: Sequence[str], values: dict[str, np.ndar
                confidence: float = 0.95, seed: int = 0, where: str = "mean_table") -> pd.DataFrame:
     """Mean of each named array of ``values`` (aligned with ``table``'s rows) per ``by`` cell, with
     the sd and a percentile bootstrap CI over rows; columns ``by..., measure, n, value, sd, ci_low, ci_high``."""
-    _check(table, list(by), where)
+    require_columns(table, list(by), where, "measures")
     return _mean_table(table, list(by), values, n_boot=n_boot, confidence=confidence, seed=seed, where=where)
 
 
@@ -335,7 +318,7 @@ def perturbation_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, perturbat
     [['orig', 2, 0.3], ['delete', 2, 0.05]]
     """
     by = list(by) + [perturbation]
-    _check(probs, by + [he, she], "perturbation_table")
+    require_columns(probs, by + [he, she], "perturbation_table", "probabilities")
     return _mean_table(probs, by, {"abs_diff": _abs_diff(probs, he, she)}, n_boot=n_boot, confidence=confidence,
                        seed=seed, where="perturbation_table")
 
@@ -376,7 +359,7 @@ def certainty_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, n_boot: int 
     [['top1', 2, 0.4], ['gap', 2, 0.15]]
     """
     by = list(by)
-    _check(probs, by + ["top1", "gap"], "certainty_table")
+    require_columns(probs, by + ["top1", "gap"], "certainty_table", "probabilities")
     measures = {"top1": probs["top1"].to_numpy(float), "gap": probs["gap"].to_numpy(float)}
     return _mean_table(probs, by, measures, n_boot=n_boot, confidence=confidence, seed=seed,
                        where="certainty_table")
@@ -417,7 +400,7 @@ def template_table(probs: pd.DataFrame, *, by: Sequence[str] = ("model",), templ
     [['abs_diff', 0.15], ['ratio', 2.5], ['top1', 0.3]]
     """
     by = list(by) + [template]
-    _check(probs, by + [he, she, "top1"], "template_table")
+    require_columns(probs, by + [he, she, "top1"], "template_table", "probabilities")
     measures = {"abs_diff": _abs_diff(probs, he, she), "ratio": _ratio(probs, he, she),
                 "top1": probs["top1"].to_numpy(float)}
     return _mean_table(probs, by, measures, n_boot=n_boot, confidence=confidence, seed=seed, where="template_table")
@@ -497,8 +480,8 @@ def score_correlation(probs: pd.DataFrame, scores: pd.DataFrame, *, score: str =
     """
     by = list(by)
     where = "score_correlation"
-    _check(probs, by + [he, she, profession], where)
-    _check(scores, [word, score], where)
+    require_columns(probs, by + [he, she, profession], where, "probabilities")
+    require_columns(scores, [word, score], where, "scores")
     lookup = pd.Series(scores[score].to_numpy(float), index=[_profession_key(w) for w in scores[word]])
     lookup = lookup[~lookup.index.duplicated(keep="first")]
     rows = []

@@ -9,30 +9,17 @@ so row order never changes a result.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
+from nlgbias.metrics.resampling import cell_rng, percentile_interval, require_columns
 from nlgbias.metrics.significance import permutation_p
 
 BY = ("model", "context", "scorer", "group")
 SHARE_COLUMNS = ["label", "n", "k", "share", "ci_low", "ci_high", "small_n"]
 DIFF_COLUMNS = ["n_a", "k_a", "share_a", "n_b", "k_b", "share_b", "diff", "ci_low", "ci_high", "p", "small_n"]
-
-
-def cell_seed(seed: int, *key) -> int:
-    """A seed for one cell, from the run seed and the cell's key (order-independent)."""
-    text = json.dumps([int(seed), *[str(k) for k in key]])
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-
-
-def _check(scored: pd.DataFrame, columns: Sequence[str], where: str) -> None:
-    missing = [c for c in columns if c not in scored.columns]
-    if missing:
-        raise ValueError(f"{where}: column {missing[0]!r} missing from scored table; got {', '.join(map(str, scored.columns))}")
 
 
 def group_shares(scored: pd.DataFrame, *, by: Sequence[str] = BY, labels: Sequence[str] | None = None,
@@ -76,8 +63,7 @@ def group_shares(scored: pd.DataFrame, *, by: Sequence[str] = BY, labels: Sequen
     [['a', 'negative', 3, 1], ['a', 'neutral', 3, 0], ['a', 'positive', 3, 2]]
     """
     by = list(by)
-    _check(scored, by + ["label"], "group_shares")
-    alpha = (1 - confidence) / 2
+    require_columns(scored, by + ["label"], "group_shares", "scored")
     rows = []
     for key, cell in scored.groupby(by, sort=False, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -85,9 +71,8 @@ def group_shares(scored: pd.DataFrame, *, by: Sequence[str] = BY, labels: Sequen
         counts = cell["label"].value_counts()
         k = np.array([int(counts.get(label, 0)) for label in cell_labels])
         n = int(len(cell))
-        rng = np.random.default_rng(cell_seed(seed, *key))
-        replicates = rng.multinomial(n, k / n, size=n_boot) / n if n else np.full((n_boot, len(k)), np.nan)
-        low, high = np.quantile(replicates, [alpha, 1 - alpha], axis=0) if n else (k * np.nan, k * np.nan)
+        replicates = cell_rng(seed, *key).multinomial(n, k / n, size=n_boot) / n if n else None
+        low, high = percentile_interval(replicates, confidence, axis=0) if n else (k * np.nan, k * np.nan)
         for j, label in enumerate(cell_labels):
             rows.append([*key, label, n, int(k[j]), k[j] / n if n else np.nan, float(low[j]), float(high[j]), n < min_n])
     return pd.DataFrame(rows, columns=by + SHARE_COLUMNS)
@@ -133,8 +118,7 @@ def differences(shares: pd.DataFrame, *, column: str, pairs: Sequence[tuple[str,
     Adjust p for multiple comparisons afterwards (``p_adj`` is added by :func:`compute_metrics`).
     """
     within = list(within)
-    _check(shares, within + [column, "label", "n", "k"], "differences")
-    alpha = (1 - confidence) / 2
+    require_columns(shares, within + [column, "label", "n", "k"], "differences", "shares")
     rows = []
     subset = shares[shares["label"].isin(labels)]
     for key, cell in subset.groupby(within + ["label"], sort=False, dropna=False):
@@ -147,9 +131,9 @@ def differences(shares: pd.DataFrame, *, column: str, pairs: Sequence[tuple[str,
             share_a = k_a / n_a if n_a else np.nan
             share_b = k_b / n_b if n_b else np.nan
             if n_a and n_b:
-                rng = np.random.default_rng(cell_seed(seed, *key, a, b))
+                rng = cell_rng(seed, *key, a, b)
                 boot = rng.binomial(n_a, share_a, n_boot) / n_a - rng.binomial(n_b, share_b, n_boot) / n_b
-                low, high = np.quantile(boot, [alpha, 1 - alpha])
+                low, high = percentile_interval(boot, confidence)
             else:
                 low = high = np.nan
             rows.append([*key, a, b, n_a, k_a, share_a, n_b, k_b, share_b, share_a - share_b,

@@ -3,9 +3,9 @@
 ``resolve_model`` checks a ``--model`` value cheaply; ``load_backend`` loads it.
 """
 
-from nlgbias.models.backend import Backend, GenerationRequest
+from nlgbias.models.backend import Backend, GenerationRequest, TokenBackend
 from nlgbias.models.embedded import DEFAULT_MODEL, EMBEDDED
 from nlgbias.models.registry import BackendOptions, ModelRef, list_models, load_backend, resolve_model
 
-__all__ = ["Backend", "BackendOptions", "DEFAULT_MODEL", "EMBEDDED", "GenerationRequest", "ModelRef",
+__all__ = ["Backend", "BackendOptions", "DEFAULT_MODEL", "EMBEDDED", "GenerationRequest", "ModelRef", "TokenBackend",
            "list_models", "load_backend", "resolve_model"]

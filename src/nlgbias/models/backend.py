@@ -3,6 +3,10 @@
 Like lm-evaluation-harness's ``LM``: a batch of requests goes in, a list in the same order
 comes out, and callers never see tokens.  Retries, batching into store transactions and
 resume live outside the backends (see :mod:`nlgbias.generate`).
+
+Probes that need the tokenizer or gradients ask for :class:`TokenBackend` (like
+lm-evaluation-harness's ``TemplateLM``), which the transformers backend implements; they never
+guess from attributes.
 """
 
 from __future__ import annotations
@@ -56,3 +60,21 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release resources (threads, memory)."""
         ...
+
+
+@runtime_checkable
+class TokenBackend(Backend, Protocol):
+    """A :class:`Backend` with token-level access, for probes (next-word probabilities, saliency).
+
+    Attributes
+    ----------
+    tokenizer : transformers.PreTrainedTokenizerBase
+    model : torch.nn.Module
+        The causal language model, in eval mode.
+    device : torch.device
+        Where ``model`` runs; inputs go there.
+    """
+
+    tokenizer: Any
+    model: Any
+    device: Any

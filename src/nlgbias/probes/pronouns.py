@@ -45,13 +45,6 @@ from nlgbias.errors import BackendError, InputError
 PRONOUNS: tuple[str, ...] = (" he", " she", " they", " his", " her", " him", " hers", " them", " their")
 """Default continuations: the pronouns, each with its leading space."""
 
-FAMILIES: dict[str, list[str]] = {
-    "male": ["he", "his", "him"],
-    "female": ["she", "her", "hers"],
-    "neutral": ["they", "their", "them"],
-}
-"""Pronoun families, by the stripped words that name the probability columns."""
-
 PERTURBATIONS: tuple[str, ...] = ("orig", "replace", "delete")
 """The three prompts :func:`perturb` makes, in this order."""
 

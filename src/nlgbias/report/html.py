@@ -7,24 +7,23 @@ piece of text: generations are untrusted model output, and group names come from
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
+from typing import Sequence
 
 import jinja2
 import pandas as pd
 
 from nlgbias.metrics.results import Results
-from nlgbias.report import sections
-from nlgbias.report.charts import stacked_panels
+from nlgbias.report.sections import SIGNIFICANCE
+from nlgbias.resources import package_path
 from nlgbias.store.export import write_text
 
 EXAMPLES_PER_CELL = 3
-SIGNIFICANCE = 0.05
 
 
-def _environment() -> jinja2.Environment:
-    folder = str(resources.files("nlgbias.report").joinpath("templates"))
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), autoescape=True,
+def _environment(extra_folders: Sequence[str] = ()) -> jinja2.Environment:
+    folders = [str(package_path("report", "templates")), *extra_folders]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(folders), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = lambda v, digits=1: "–" if v is None or pd.isna(v) else f"{100 * v:.{digits}f}%"
     env.filters["pts"] = lambda v: "–" if v is None or pd.isna(v) else f"{100 * v:+.1f}"
@@ -44,44 +43,31 @@ def render_report(results: Results, samples: pd.DataFrame, manifest: dict) -> st
     Parameters
     ----------
     results : Results
-        Shares, gaps and model gaps of the run.
+        The run's metric tables; each registered analysis (:mod:`nlgbias.analyses`) with a
+        report section adds it.
     samples : pandas.DataFrame
         The samples table (for example generations per cell).
     manifest : dict
         The run manifest (shown at the end).
     """
+    from nlgbias.analyses import REGISTRY
+
     scorers = [s["name"] for s in manifest.get("scorers", [])]
+    sections = {a.name: (a.section, Path(a.template)) for a in REGISTRY.values()
+                if a.section is not None and a.template is not None}
+    templates = [template for _, template in sections.values()]
     context = {
         "manifest": manifest,
         "meta": results.meta,
-        "shares": _shares_section(results, scorers),
-        "occupations": sections.occupations(results),
-        "gender_direction": sections.gender_direction(results),
-        "pronouns": sections.pronouns(results, samples),
+        **{name: section(results, samples, manifest) for name, (section, _) in sections.items()},
+        "section_templates": [t.name for t in templates],
         "examples": _examples(samples, scorers) if {"model", "context", "group", "sentence"} <= set(samples.columns) else [],
         "scorers": scorers,
         "alpha": SIGNIFICANCE,
         "manifest_json": json.dumps(manifest, indent=2, ensure_ascii=False),
     }
-    return _environment().get_template("report.html.j2").render(**context)
-
-
-def _shares_section(results: Results, scorers: list[str]) -> dict | None:
-    """Label shares, key findings and gap tables (Sheng et al.), or None without them."""
-    if results.shares.empty:
-        return None
-    labels = list(results.meta.get("labels", ["negative", "neutral", "positive"]))
-    gaps = results.gaps
-    findings = gaps[gaps["p_adj"] < SIGNIFICANCE].assign(size=lambda t: t["diff"].abs()) \
-        .sort_values("size", ascending=False).head(12)
-    return {
-        "labels": labels,
-        "panels": stacked_panels(results.shares, labels, scorers),
-        "gaps": gaps.to_dict(orient="records"),
-        "model_gaps": results.model_gaps.to_dict(orient="records"),
-        "findings": findings.to_dict(orient="records"),
-        "small_cells": int(results.shares.drop_duplicates(["model", "context", "scorer", "group"])["small_n"].sum()),
-    }
+    extra = sorted({str(t.parent) for t in templates if t.is_absolute()})
+    return _environment(extra).get_template("report.html.j2").render(**context)
 
 
 def _examples(samples: pd.DataFrame, scorers: list[str]) -> list[dict]:

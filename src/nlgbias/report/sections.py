@@ -1,8 +1,9 @@
-"""Report sections of the non-share analyses: occupations, gender direction, pronouns.
+"""Report sections of the analyses: shares, occupations, gender direction, pronouns.
 
-Each function takes a :class:`~nlgbias.metrics.results.Results` and returns the template
-context of its section (numbers, row dicts and ``Markup`` SVG charts from :mod:`.svg`), or
-``None`` when the run has no such tables.
+Each function takes a run's :class:`~nlgbias.metrics.results.Results`, its samples table and
+its manifest, and returns the template context of its section (numbers, row dicts and
+``Markup`` SVG charts from :mod:`.svg`), or ``None`` when the run has no such tables.  The
+analysis registry (:mod:`nlgbias.analyses`) pairs each with its template.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import math
 import pandas as pd
 
 from nlgbias.metrics.results import Results
+from nlgbias.report.charts import stacked_panels
 from nlgbias.report.svg import bar_chart, histogram, line_chart, scatter
 
+SIGNIFICANCE = 0.05
 TOP_JOBS = 8
 SPLIT_JOBS = 30
 
@@ -22,7 +25,26 @@ def _records(table: pd.DataFrame) -> list[dict]:
     return table.to_dict(orient="records") if not table.empty else []
 
 
-def occupations(results: Results) -> dict | None:
+def shares(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
+    """Label shares, key findings and gap tables (Sheng et al.), or None without them."""
+    if results.shares.empty:
+        return None
+    scorers = [s["name"] for s in manifest.get("scorers", [])]
+    labels = list(results.meta.get("labels", ["negative", "neutral", "positive"]))
+    gaps = results.gaps
+    findings = gaps[gaps["p_adj"] < SIGNIFICANCE].assign(size=lambda t: t["diff"].abs()) \
+        .sort_values("size", ascending=False).head(12)
+    return {
+        "labels": labels,
+        "panels": stacked_panels(results.shares, labels, scorers),
+        "gaps": gaps.to_dict(orient="records"),
+        "model_gaps": results.model_gaps.to_dict(orient="records"),
+        "findings": findings.to_dict(orient="records"),
+        "small_cells": int(results.shares.drop_duplicates(["model", "context", "scorer", "group"])["small_n"].sum()),
+    }
+
+
+def occupations(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
     """Kirk et al. (2021): titles, diversity, gender splits, regressions, US labour comparison."""
     calls = results.table("occupation_calls")
     if calls.empty:
@@ -89,7 +111,7 @@ def _labor_coverage(table: pd.DataFrame) -> list[dict]:
     return _records(out)
 
 
-def gender_direction(results: Results) -> dict | None:
+def gender_direction(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
     """Yeo & Chen: bias of generated professions along the gender direction, fairness check."""
     by_group = results.table("gender_bias_by_group")
     if by_group.empty:
@@ -109,7 +131,7 @@ def gender_direction(results: Results) -> dict | None:
             "meta": results.meta.get("gender_direction", {})}
 
 
-def pronouns(results: Results, probs: pd.DataFrame) -> dict | None:
+def pronouns(results: Results, probs: pd.DataFrame, manifest: dict) -> dict | None:
     """Vig et al. templates vs natural sentences: P(he), P(she), divergences, perturbations.
 
     ``probs`` is the run's samples table (one row per model and prompt)."""

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import json
+from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from nlgbias.errors import ScorerError
+from nlgbias.errors import ScorerError, ScorerUnavailable
 from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, Scorer, three_class
-from nlgbias.scorers.regard import ScorerUnavailable
 
 REGISTRY = {
     "vader": "nlgbias.scorers.sentiment:VaderScorer",
@@ -75,5 +76,47 @@ def score(texts: Sequence[str], scorer: str = "vader") -> pd.DataFrame:
     return scored
 
 
+def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
+               masks: Sequence[str] = ()) -> dict[str, int]:
+    """Score one text per line of ``input_path``; write ``{"text", "label", "scores"}`` per line to ``output_path``.
+
+    Each of ``masks`` (a group mention such as ``"The woman"``) is replaced by XYZ before scoring,
+    as the regard classifier expects.  Returns the counts ``texts``, ``truncated`` (longer than
+    the scorer's limit, cut) and ``empty`` (label null).
+    """
+    from nlgbias.errors import InputError
+    from nlgbias.store import write_text
+    from nlgbias.text import mask_group
+
+    input_path, output_path = Path(input_path), Path(output_path)
+    chosen = get_scorer(scorer)
+    if input_path.is_dir():
+        raise InputError(f"--input {input_path}: is a folder; give a file")
+    if not input_path.is_file():
+        raise InputError(f"--input {input_path}: file not found")
+    try:
+        texts = input_path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = input_path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise InputError(f"--input {input_path}:{line}: not UTF-8 text") from None
+    if output_path.is_dir():
+        raise InputError(f"--output {output_path}: is a folder; give a file name")
+    scored_texts = texts
+    for mention in masks:
+        if not mention.strip():
+            raise InputError("--mask: give the group mention to replace, e.g. --mask 'The woman'")
+        scored_texts = [mask_group(t, mention) for t in scored_texts]
+    scored = chosen.score(scored_texts)
+    lines = [json.dumps({"text": t, "label": label, "scores": details}, ensure_ascii=False)
+             for t, label, details in zip(texts, scored["label"], scored["details"])]
+    try:
+        write_text(output_path, "".join(line + "\n" for line in lines))
+    except OSError as exc:
+        raise InputError(f"--output {output_path}: cannot write ({exc.strerror or exc})") from None
+    return {"texts": len(texts),
+            "truncated": sum(bool(d.get("truncated")) for d in scored["details"] if isinstance(d, dict)),
+            "empty": sum(1 for t in texts if not t.strip())}
+
+
 __all__ = ["LABELS", "SCORE_COLUMNS", "REGISTRY", "Scorer", "ScorerUnavailable", "get_scorer",
-           "list_scorers", "score", "three_class"]
+           "list_scorers", "score", "score_file", "three_class"]

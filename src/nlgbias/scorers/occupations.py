@@ -54,15 +54,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
-from importlib import resources
 from typing import Sequence
 
 import pandas as pd
 
 from nlgbias.errors import ScorerError
+from nlgbias.resources import data_path
 from nlgbias.scorers.base import SCORE_COLUMNS
 
-DATA_PACKAGE = "nlgbias.data"
 LEXICON_FILE = "occupations/lexicon.csv"
 SYNONYMS_FILE = "occupations/synonyms.csv"
 RULES_VERSION = "1"
@@ -261,7 +260,7 @@ def _singulars(tok: str) -> list[str]:
 
 
 def _read_csv(name: str) -> list[dict[str, str]]:
-    text = resources.files(DATA_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+    text = data_path(name).read_text(encoding="utf-8")
     rows = list(csv.DictReader(text.splitlines()))
     for line, row in enumerate(rows, start=2):
         if not row.get("title"):
@@ -279,7 +278,7 @@ def load_lexicon() -> tuple[dict[str, str], str]:
     digest = hashlib.sha256()
     entries: dict[str, str] = {}
     for name in (LEXICON_FILE, SYNONYMS_FILE):
-        digest.update(resources.files(DATA_PACKAGE).joinpath(name).read_bytes())
+        digest.update(data_path(name).read_bytes())
     synonyms = {row["title"]: row["canonical"] for row in _read_csv(SYNONYMS_FILE)}
     for row in _read_csv(LEXICON_FILE):
         canonical = row["canonical"]

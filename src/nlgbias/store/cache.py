@@ -1,130 +1,16 @@
-"""Fill the store with what a run needs, generating or scoring only what is missing.
+"""The score cache: score only the texts the store has no score for (by text hash and scorer version).
 
-This is the only place that calls a backend's ``generate`` during a run, so no backend
-implements resume itself (the pattern of lm-evaluation-harness's ``CachingLM``).
+Generation is filled by the run layer (:mod:`nlgbias.generate`); the store only stores.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Callable, Sequence
 
 import pandas as pd
 
-from nlgbias.models.backend import GenerationRequest
-from nlgbias.sampling import SamplingParams
+from nlgbias.keys import text_hash
 from nlgbias.store.db import RunStore
-
-
-def text_hash(text: str) -> str:
-    """Key of a scored text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
-
-
-def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int) -> list[pd.DataFrame]:
-    """The fixed batches (per model, in plan order) that hold a sample the store lacks.
-
-    The whole plan is cut into batches of ``batch_size`` and every batch with a missing sample
-    is regenerated whole (the store keeps the samples it already has), so a resumed run
-    generates exactly the batches an uninterrupted run would: a local model's rounding depends
-    on the batch's shape, and rarely that tips a near-tie between two tokens.
-    """
-    have = store.existing_generations(plan["generation_id"])
-    batches = []
-    for _, rows in plan.groupby("model", sort=False):
-        for start in range(0, len(rows), batch_size):
-            batch = rows.iloc[start:start + batch_size]
-            if not set(batch["generation_id"]) <= have:
-                batches.append(batch)
-    return batches
-
-
-def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str], object],
-                     params: SamplingParams, batch_size: int, progress: Callable | None = None) -> int:
-    """Generate every missing batch of ``plan`` and store each batch in one transaction.
-
-    Local models generate fixed batches (a resumed run is bit-identical); server models
-    (backends with ``answer_groups``) get only the missing samples, each stored as it arrives.
-
-    Parameters
-    ----------
-    plan : pandas.DataFrame
-        From :func:`nlgbias.models.plan.plan_samples`.
-    store : RunStore
-    load : callable
-        ``load(model_id) -> Backend``; called only for models with missing samples.
-    params : SamplingParams
-    batch_size : int
-        See :func:`missing_batches`.
-    progress : callable, optional
-        ``progress(model_id, total) -> bar`` with ``bar.update(n)`` and ``bar.close()``.
-
-    Returns
-    -------
-    int
-        Number of samples generated (a regenerated batch counts whole).
-    """
-    batches = missing_batches(plan, store, batch_size)
-    generated = 0
-    by_model: dict[str, list[pd.DataFrame]] = {}
-    for batch in batches:
-        by_model.setdefault(batch["model"].iloc[0], []).append(batch)
-    for model_id, model_batches in by_model.items():
-        backend = load(model_id)
-        if hasattr(backend, "answer_groups"):
-            generated += _fill_as_answered(pd.concat(model_batches), store, backend, params=params,
-                                           progress=progress)
-            continue
-        bar = progress(model_id, sum(len(b) for b in model_batches)) if progress else None
-        try:
-            for batch in model_batches:
-                requests = [GenerationRequest(prompt, params, int(seed))
-                            for prompt, seed in zip(batch["prompt"], batch["seed"])]
-                texts = backend.generate(requests)
-                store.add_generations(generation_rows(model_id, params, zip(batch["generation_id"], batch["prompt"],
-                                                                            batch["seed"], texts)))
-                generated += len(batch)
-                if bar:
-                    bar.update(len(batch))
-        finally:
-            if bar:
-                bar.close()
-            backend.close()
-    return generated
-
-
-def generation_rows(model_id: str, params: SamplingParams, samples) -> list[dict]:
-    """Store rows from ``(generation_id, prompt, seed, continuation)`` tuples of one model."""
-    settings = params.to_dict()
-    return [{"generation_id": gid, "model": model_id, "prompt": prompt, "params": settings, "seed": int(seed),
-             "continuation": text} for gid, prompt, seed, text in samples]
-
-
-def _fill_as_answered(rows: pd.DataFrame, store: RunStore, backend, *, params: SamplingParams,
-                      progress: Callable | None) -> int:
-    """Server models: request only the missing samples and store each answer as it arrives.
-
-    A server's sample does not depend on the other requests sent with it, so batches do not
-    matter there; what matters is that a request that fails for good loses nothing answered.
-    """
-    model_id = rows["model"].iloc[0]
-    rows = rows[~rows["generation_id"].isin(store.existing_generations(rows["generation_id"]))]
-    ids, prompts, seeds = list(rows["generation_id"]), list(rows["prompt"]), [int(s) for s in rows["seed"]]
-    bar = progress(model_id, len(ids)) if progress else None
-    stored = 0
-    try:
-        requests = [GenerationRequest(prompt, params, seed) for prompt, seed in zip(prompts, seeds)]
-        for answers in backend.answer_groups(requests):
-            store.add_generations(generation_rows(model_id, params,
-                                                  ((ids[i], prompts[i], seeds[i], text) for i, text in answers)))
-            stored += len(answers)
-            if bar:
-                bar.update(len(answers))
-    finally:
-        if bar:
-            bar.close()
-        backend.close()
-    return stored
 
 
 def fill_scores(texts: Sequence[str], scorer, store: RunStore, *, batch_size: int = 512,

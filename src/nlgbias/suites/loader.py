@@ -14,13 +14,13 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from nlgbias.errors import SuiteError
+from nlgbias.resources import package_path
 from nlgbias.sampling import SamplingParams
 
 TOP_KEYS = (
@@ -31,7 +31,6 @@ TOP_KEYS = (
 PRONOUN_KEYS = ("prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe")
 PERTURBATIONS = ("orig", "replace", "delete")
 PROMPT_SET_KEYS = ("id", "source", "professions")
-ANALYSES = ("shares", "occupations", "gender_direction")
 EXTEND_KEYS = ("groups", "templates", "comparisons")
 KINDS = ("generation", "pronoun")
 SAMPLING_KEYS = {
@@ -112,7 +111,7 @@ class Suite:
 
 def builtin_dir() -> Path:
     """Folder holding the built-in suite files."""
-    return Path(str(resources.files("nlgbias.suites").joinpath("data")))
+    return package_path("suites", "data")
 
 
 def list_suites() -> list[str]:
@@ -351,12 +350,15 @@ def _build(raw: _Raw) -> Suite:
     scorers, scorers_doc = raw.scalars.get("scorers", (["regard", "vader", "textblob"], doc))
     if not isinstance(scorers, list) or not all(isinstance(s, str) for s in scorers) or not scorers:
         raise scorers_doc.fail(("scorers",), "must be a non-empty list of scorer names")
+    from nlgbias.analyses import analysis_names
+
+    known = analysis_names("generation")
     analyses, analyses_doc = raw.scalars.get("analyses", (["shares"], doc))
     if not isinstance(analyses, list) or not analyses or not all(isinstance(a, str) for a in analyses):
-        raise analyses_doc.fail(("analyses",), f"must be a non-empty list among {', '.join(ANALYSES)}")
+        raise analyses_doc.fail(("analyses",), f"must be a non-empty list among {', '.join(known)}")
     for index, name_ in enumerate(analyses):
-        if name_ not in ANALYSES:
-            raise analyses_doc.fail(("analyses", index), f"unknown analysis {name_!r}; known: {', '.join(ANALYSES)}")
+        if name_ not in known:
+            raise analyses_doc.fail(("analyses", index), f"unknown analysis {name_!r}; known: {', '.join(known)}")
     return Suite(
         name=name, version=version, description=texts["description"], citation=texts["citation"],
         kind=kind, groups=tuple(groups), templates=tuple(templates), comparisons=tuple(comparisons),
@@ -539,12 +541,14 @@ def _pronoun_suite(raw: _Raw, *, name: str, version: int, texts: dict[str, str])
     default_probe, def_doc = raw.scalars.get("default_probe", (True, doc))
     if not isinstance(default_probe, bool):
         raise def_doc.fail(("default_probe",), "true or false")
+    from nlgbias.analyses import analysis_names
+
     probe = {"prompt_sets": prompt_sets, "continuations": continuations,
              "perturbations": [p for p in PERTURBATIONS if p in perturbations],
              "saliency_prompts": saliency, "default_probe": default_probe}
     return Suite(name=name, version=version, description=texts["description"], citation=texts["citation"],
                  kind="pronoun", groups=(), templates=(), comparisons=(), sampling={}, truncate="none", scorers=(),
-                 path=str(doc.path), analyses=("pronouns",), probe=probe)
+                 path=str(doc.path), analyses=analysis_names("pronoun"), probe=probe)
 
 
 def data_file(suite: Suite, name: str) -> Path:

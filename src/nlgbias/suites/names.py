@@ -9,10 +9,11 @@ import yaml
 
 from nlgbias.errors import InputError
 from nlgbias.inputs import read_user_text
+from nlgbias.words import GENDER_SIDE
 
 COLUMNS = ("name", "gender", "continent")
-GENDERS = {"woman": "woman", "female": "woman", "f": "woman", "w": "woman",
-           "man": "man", "male": "man", "m": "man"}
+GENDERS = {**{word: "woman" if side == "female" else "man" for word, side in GENDER_SIDE.items()},
+           "f": "woman", "w": "woman", "m": "man"}
 
 
 def names_suite_yaml(path: str | Path, *, name: str = "my-names", template: str = "{group} works as a") -> str:

@@ -9,13 +9,13 @@ majority or its majority is outside the view), and ``split``.
 from __future__ import annotations
 
 import re
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from nlgbias.metrics.shares import cell_seed
+from nlgbias.keys import cell_seed
+from nlgbias.resources import data_path
 
 SPLITS = {"train": 0.70, "dev": 0.15, "test": 0.15}
 NEAR_DUPLICATE = 0.8
@@ -24,7 +24,7 @@ WORD = re.compile(r"[a-z]+")
 
 def dataset_dir() -> Path:
     """Folder of the shipped regard data and classifier."""
-    return Path(str(resources.files("nlgbias").joinpath("data", "regard")))
+    return data_path("regard")
 
 
 DATASET_COLUMNS = ("text", "regard_3", "regard_4", "split")

@@ -6,7 +6,8 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from nlgbias.metrics.resampling import permutation_test
 
 
 def accuracy(gold: Sequence[str], pred: Sequence[str]) -> float:
@@ -65,7 +66,5 @@ def paired_permutation_p(correct_a: np.ndarray, correct_b: np.ndarray, *, n_resa
     a, b = np.asarray(correct_a, float), np.asarray(correct_b, float)
     if np.allclose(a, b):
         return 1.0
-    result = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis),
-                                    permutation_type="samples", n_resamples=n_resamples, vectorized=True,
-                                    rng=np.random.default_rng(seed))
+    result = permutation_test((a, b), seed=seed, permutation_type="samples", n_resamples=n_resamples)
     return float(result.pvalue)

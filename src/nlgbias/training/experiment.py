@@ -9,6 +9,7 @@ each other model, on per-item accuracy averaged over seeds.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -151,3 +152,15 @@ def report_markdown(comparison: dict) -> str:
         cells = "; ".join(f"{gold} " + "/".join(str(v) for v in row) for gold, row in zip(labels, matrix))
         lines.append(f"- {name}: {cells}")
     return "\n".join(lines)
+
+
+def write_comparison(data: pd.DataFrame, out: str | Path, *, classes: int = 3, seeds: Sequence[int] = range(5),
+                     models: dict[str, Callable[[], object]] | None = None,
+                     progress: Callable[[str, int], None] | None = None) -> dict:
+    """:func:`compare_models`, written to ``out/comparison.json`` and ``out/comparison.md``; returns the comparison."""
+    from nlgbias.store.export import write_json, write_text
+
+    comparison = compare_models(data, classes=classes, seeds=seeds, models=models, progress=progress)
+    write_json(Path(out) / "comparison.json", comparison)
+    write_text(Path(out) / "comparison.md", report_markdown(comparison) + "\n")
+    return comparison

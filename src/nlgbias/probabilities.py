@@ -1,25 +1,24 @@
-"""Run a pronoun-probability suite (``kind: pronoun``): prompts -> probabilities -> measures -> report.
+"""The probability stage of a pronoun suite (``kind: pronoun``): prompts -> next-word probabilities.
 
 No text is sampled: for every prompt the model's next-word probabilities of the suite's pronouns
 are read (:mod:`nlgbias.probes.pronouns`), with the model's certainty from the same pass, the
 saliency of the profession for a seeded subset of prompts, and the default behaviour after the
 start token alone.  Each batch of prompts is stored in the run store as it completes, so a killed
-run resumes where it stopped.  The measures of :mod:`nlgbias.metrics.pronouns` follow.
+run resumes where it stopped.  The ``pronouns`` analysis (:mod:`nlgbias.analyses`) reads the tables.
+
+Token-level measures need a :class:`~nlgbias.models.TokenBackend`; other backends give the
+probabilities through ``next_token_logprobs`` (one request per prompt and word) and no saliency
+or default behaviour.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 import numpy as np
 import pandas as pd
 
-from nlgbias.analyses import AnalysisOptions
 from nlgbias.errors import BackendError
-from nlgbias.metrics import pronouns as measures
-from nlgbias.metrics.results import Results
-from nlgbias.models import ModelRef
+from nlgbias.keys import record_key
+from nlgbias.models import ModelRef, TokenBackend
 from nlgbias.store import RunStore
 from nlgbias.suites import Suite, data_file
 
@@ -65,16 +64,16 @@ def pronoun_prompts(suite: Suite) -> pd.DataFrame:
 
 
 def _key(ref: ModelRef, kind: str, *parts) -> str:
-    text = json.dumps([ref.model_id, ref.fingerprint, kind, *parts], ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    return record_key(ref.model_id, ref.fingerprint, kind, *parts)
 
 
 def _measured(table: pd.DataFrame, ref: ModelRef, store: RunStore, *, kind: str, keys: list[str], load, progress,
-              batch_size: int, compute) -> pd.DataFrame:
+              batch_size: int, compute, token_level: bool = False) -> pd.DataFrame | None:
     """``table`` joined with the stored ``kind`` record of each row, measuring what the store lacks.
 
     Distinct keys are measured once, a batch at a time, each batch stored in one transaction
     (so a killed run resumes); ``compute(backend, rows)`` returns one dict per row of ``rows``.
+    With ``token_level``, a model whose backend is no :class:`TokenBackend` gives None.
     """
     have = store.records(keys)
     first: dict[str, int] = {}
@@ -83,6 +82,9 @@ def _measured(table: pd.DataFrame, ref: ModelRef, store: RunStore, *, kind: str,
     todo = [i for key, i in first.items() if key not in have]
     if todo:
         backend = load(ref.model_id)
+        if token_level and not isinstance(backend, TokenBackend):
+            backend.close()
+            return None
         bar = progress(f"{kind} {ref.model_id}", len(todo))
         try:
             for start in range(0, len(todo), batch_size):
@@ -112,7 +114,7 @@ def probability_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, con
 
     def compute(backend, rows: pd.DataFrame) -> list[dict]:
         texts = rows["prompt"].tolist()
-        if not hasattr(backend, "model"):
+        if not isinstance(backend, TokenBackend):
             return _server_rows(backend, texts, words)
         table = continuation_probabilities(backend, texts, words, batch_size=min(batch_size, 32))
         return table.drop(columns=["prompt", "model", "n_tokens"], errors="ignore").to_dict(orient="records")
@@ -128,7 +130,8 @@ def _server_rows(backend, texts: list[str], words: list[str]) -> list[dict]:
     logps = backend.next_token_logprobs(contexts, targets)
     rows = []
     for i in range(len(texts)):
-        row = {w.strip(): float(np.exp(v)) for w, v in zip(words, logps[i * len(words):(i + 1) * len(words)])}
+        row: dict[str, float | None] = {w.strip(): float(np.exp(v))
+                                        for w, v in zip(words, logps[i * len(words):(i + 1) * len(words)])}
         row.update({"top1": np.nan, "top1_token": None, "top1_id": None, "top2": np.nan, "gap": np.nan})
         rows.append(row)
     return rows
@@ -151,8 +154,9 @@ def saliency_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, per_se
 
     frames = [_measured(picked, ref, store, kind="saliency", load=load, progress=progress, batch_size=16,
                         keys=[_key(ref, "saliency", p, w) for p, w in zip(picked["prompt"], picked["word"])],
-                        compute=compute)
-              for ref in refs if ref.backend == "transformers" and not picked.empty]
+                        compute=compute, token_level=True)
+              for ref in refs if not picked.empty]
+    frames = [frame for frame in frames if frame is not None]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -162,12 +166,13 @@ def default_table(refs, store: RunStore, *, load, continuations: list[str]) -> p
 
     rows = []
     for ref in refs:
-        if ref.backend != "transformers":
-            continue
         key = _key(ref, "default", continuations)
         have = store.records([key])
         if key not in have:
             backend = load(ref.model_id)
+            if not isinstance(backend, TokenBackend):
+                backend.close()
+                continue
             # GPT-2 style document start (<|endoftext|>) where the vocabulary has one, as in the paper;
             # else the model's BOS, else its EOS.
             start = "<|endoftext|>" if "<|endoftext|>" in backend.tokenizer.get_vocab() else None
@@ -185,47 +190,26 @@ def default_table(refs, store: RunStore, *, load, continuations: list[str]) -> p
     return pd.DataFrame(rows)
 
 
-def pronoun_results(probs: pd.DataFrame, sal: pd.DataFrame, default: pd.DataFrame,
-                    options: AnalysisOptions) -> Results:
-    """The measures of the pronoun probe as named tables (Tables 3-6 and 8 of the paper, validity)."""
-    from nlgbias.metrics import labor
-    from nlgbias.training.dataset import dataset_dir
+def probability_stage(suite: Suite, refs, store: RunStore, *, load, seed: int, batch_size: int,
+                      progress) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """Every measurement of a pronoun suite, from the store where known.
 
-    kw = dict(n_boot=options.n_boot, confidence=options.confidence, seed=options.seed)
-    probs = measures.pronoun_measures(probs)
-    orig = probs[probs["perturbation"] == "orig"]
-    tables = {
-        "pronoun_divergence": measures.divergence_table(orig, **kw),
-        "pronoun_perturbation": measures.perturbation_table(probs, **kw),
-        "pronoun_certainty": measures.certainty_table(orig.dropna(subset=["top1"]), **kw),
-    }
-    templated = orig[orig["template_id"] != orig["profession"]]
-    if not templated.empty:
-        tables["pronoun_templates"] = measures.template_table(templated, **kw)
-    if not sal.empty:
-        values = {"profession": sal["profession_saliency"].to_numpy(float), "last": sal["last_saliency"].to_numpy(float)}
-        tables["pronoun_saliency"] = measures.mean_table(sal, ["model", "prompt_set"], values, where="saliency", **kw)
-    if not default.empty:
-        tables["pronoun_default"] = default
-    data = dataset_dir().parent
-    scores = measures.read_profession_scores(data / "debiaswe" / "professions.json")
-    validity = [measures.score_correlation(orig, scores, score=s) for s in ("stereotypical", "definitional")]
-    us = labor.read_us_shares(data / "intersectional" / "us_rows_data.csv")
-    mapping = labor.load_bls_mapping(bls_titles=us["bls_title"].unique())
-    shares = {}
-    for job, titles in mapping.groupby("job")["bls_title"]:
-        base = labor.us_job_shares(us, list(titles))
-        women = base[(base["ethnicity"] == "base") & (base["gender"] == "woman")]["us_share"]
-        if len(women) and np.isfinite(women.iloc[0]):
-            shares[str(job).lower()] = float(women.iloc[0])
-    validity.append(measures.share_correlation(orig, shares))
-    tables["pronoun_validity"] = pd.concat(validity, ignore_index=True)
-    meta = {"pronouns": {
-        "note": "KL(P(he) || P(she)) over 20 equal-width bins on [0, 1] with 0.5 added to every bin; EMD is "
-                "scipy.stats.wasserstein_distance on the raw values; CIs resample prompts.",
-        "n_boot": options.n_boot, "seed": options.seed}}
-    return Results(tables, meta)
+    Returns
+    -------
+    (pandas.DataFrame, dict)
+        The probability table (one row per model and prompt; the run's samples table) and the
+        probe's other tables: ``saliency`` and ``default`` (empty where no model can give them).
+    """
+    prompts = pronoun_prompts(suite)
+    continuations = list(suite.probe["continuations"])
+    probs = probability_table(prompts, refs, store, load=load, continuations=continuations,
+                              batch_size=batch_size, progress=progress)
+    sal = saliency_table(prompts, refs, store, load=load, per_set=suite.probe["saliency_prompts"],
+                         seed=seed, progress=progress)
+    default = default_table(refs, store, load=load, continuations=continuations) \
+        if suite.probe["default_probe"] else pd.DataFrame()
+    return probs, {"saliency": sal, "default": default}
 
 
-__all__ = ["pronoun_prompts", "probability_table", "saliency_table", "default_table", "pronoun_results",
+__all__ = ["pronoun_prompts", "probability_stage", "probability_table", "saliency_table", "default_table",
            "debiaswe_professions"]

@@ -1,0 +1,78 @@
+"""The two file steps of the annotation workflow, as ``nlgbias annotate sample|import`` run them.
+
+``sample_run``: a finished run's folder -> items, one sheet per annotator, guidelines.
+``import_labels``: filled sheets + items -> labels, agreement, majority labels, correlations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Sequence
+
+import pandas as pd
+
+from nlgbias.annotation.agreement import adjudicate, agreement, correlation_table
+from nlgbias.annotation.sample import annotation_sample, low_confidence_sample
+from nlgbias.annotation.sheets import export_sheets, import_sheets, read_items
+from nlgbias.errors import InputError
+from nlgbias.store.export import write_csv, write_json
+
+
+def sample_run(run_folder: str | Path, out: str | Path, *, k_positive: int = 3, k_negative: int = 3,
+               k_neutral: int = 0, k_low: int | None = None, annotators: Sequence[str] = ("a1", "a2", "a3"),
+               fmt: str = "csv", seed: int = 0) -> tuple[pd.DataFrame, list[Path]]:
+    """Sample a run's generations per (model, template, group) and write the sheets to ``out``.
+
+    ``k_low``: instead of VADER strata, up to that many low-confidence regard texts per cell.
+    Returns the items and the paths written.
+    """
+    source = Path(run_folder) / "samples.parquet"
+    if not source.is_file():
+        raise InputError(f"{source}: missing; give the --out folder of a finished `nlgbias run`")
+    for name, k in (("--k-positive", k_positive), ("--k-negative", k_negative), ("--k-neutral", k_neutral),
+                    ("--low-confidence", k_low or 0)):
+        if k < 0:
+            raise InputError(f"{name} {k}: must be 0 or more")
+    if k_low is None and k_positive == k_negative == k_neutral == 0:
+        raise InputError("--k-positive, --k-negative, --k-neutral: all are 0, so nothing would be sampled")
+    samples = pd.read_parquet(source)
+    if k_low is not None:
+        if "regard_details" not in samples.columns:
+            raise InputError(f"{source}: has no regard_details column; run with --scorer regard")
+        items = low_confidence_sample(samples, k=k_low, seed=seed)
+    elif "vader_label" not in samples.columns:
+        raise InputError(f"{source}: has no vader_label column; run with --scorer vader")
+    else:
+        items = annotation_sample(samples, k_positive=k_positive, k_negative=k_negative, k_neutral=k_neutral,
+                                  seed=seed)
+    return items, export_sheets(items, Path(out), annotators=list(annotators), fmt=fmt, seed=seed)
+
+
+def import_labels(sheets: Sequence[str | Path], *, items_path: str | Path, out: str | Path,
+                  ties: Literal["drop", "mark"] = "drop") -> dict:
+    """Check filled sheets against ``items_path`` and write, into ``out``: ``labels.csv``,
+    ``agreement.json``, ``{regard,sentiment}-{3,4}class.csv`` (majority labels) and
+    ``correlations.csv``.  Returns the agreement figures per column (``regard``, ``sentiment``)."""
+    items_path, out = Path(items_path), Path(out)
+    if not items_path.is_file():
+        raise InputError(f"--items {items_path}: file not found")
+    items = read_items(items_path)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: is a file; give a folder")
+    labels = import_sheets([Path(s) for s in sheets], items=items)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "labels.csv", labels)
+    figures = {column: agreement(labels, column) for column in ("regard", "sentiment")}
+    write_json(out / "agreement.json", figures)
+    adjudicated = {}
+    for column in ("regard", "sentiment"):
+        for classes in (3, 4):
+            table = adjudicate(labels, column, classes=classes, ties=ties)
+            adjudicated[(column, classes)] = table
+            write_csv(out / f"{column}-{classes}class.csv", table)
+    write_csv(out / "correlations.csv",
+              correlation_table(items, adjudicated[("regard", 3)], adjudicated[("sentiment", 3)]))
+    return figures
+
+
+__all__ = ["import_labels", "sample_run"]

@@ -1,0 +1,117 @@
+"""`report`, `annotate sample|import` and `train-regard` through the command line: exit codes, output, files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import nlgbias
+from test_cli import assert_one_line_error, call
+
+
+@pytest.fixture(scope="module")
+def fake_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    nlgbias.run("sheng2019", models=["fake"], samples=4, seed=0, out=out, quiet=True, n_boot=100,
+                scorers=["vader", "textblob"])
+    return out
+
+
+def test_report_rerenders_the_page_from_the_stored_outputs(capsys, fake_run):
+    page = fake_run / "report.html"
+    original = page.read_text()
+    page.unlink()
+    code, out, err = call(capsys, "report", str(fake_run))
+    assert code == 0 and out == f"report: {page}\n" and err == ""
+    assert page.read_text() == original
+
+
+def test_report_names_the_missing_file(capsys, tmp_path):
+    code, _, err = call(capsys, "report", str(tmp_path))
+    assert_one_line_error(code, err, f"{tmp_path / 'metrics.json'}: missing; run `nlgbias run ... --out {tmp_path}` first")
+
+
+def test_annotate_sample_then_import_through_the_cli(capsys, fake_run, tmp_path):
+    code, out, _ = call(capsys, "annotate", "sample", str(fake_run), "--out", str(tmp_path), "--k-positive", "1",
+                        "--k-negative", "1", "--annotators", "a1,a2,a3", "--seed", "3")
+    items = pd.read_csv(tmp_path / "items.csv")
+    assert code == 0 and out.startswith(f"{len(items)} distinct masked texts; wrote ")
+    samples = pd.read_parquet(fake_run / "samples.parquet")
+    cells = samples.groupby(["model", "template_id", "group"]).ngroups
+    assert 0 < len(items) <= 2 * cells and set(items["vader_label"]) <= {"positive", "negative"}
+    # fill the sheets: a1 and a2 agree on every item, a3 always says no_impact
+    regard = {i: ("positive" if k % 2 else "negative") for k, i in enumerate(items["id"])}
+    for annotator in ("a1", "a2", "a3"):
+        path = tmp_path / f"sheet-{annotator}.csv"
+        sheet = pd.read_csv(path, dtype=str).fillna("")
+        sheet["regard"] = sheet["id"].map(regard) if annotator != "a3" else "no_impact"
+        sheet["sentiment"] = "neutral"
+        sheet.to_csv(path, index=False)
+    sheets = [str(tmp_path / f"sheet-{a}.csv") for a in ("a1", "a2", "a3")]
+    code, out, err = call(capsys, "annotate", "import", *sheets, "--items", str(tmp_path / "items.csv"),
+                        "--out", str(tmp_path / "result"))
+    assert code == 0, err
+    assert out.splitlines()[-1] == f"wrote labels, agreement.json, majority labels and correlations.csv to {tmp_path / 'result'}"
+    majority = pd.read_csv(tmp_path / "result" / "regard-3class.csv").set_index("id")
+    assert majority.loc[list(regard), "label"].tolist() == list(regard.values())  # two of three agree
+    labels = pd.read_csv(tmp_path / "result" / "labels.csv")
+    assert len(labels) == 3 * len(items)
+    agreement = json.loads((tmp_path / "result" / "agreement.json").read_text())
+    assert out.splitlines()[0].startswith(f"regard: Fleiss kappa {agreement['regard']['fleiss_kappa_6']:.2f} ")
+
+
+def test_annotate_errors(capsys, fake_run, tmp_path):
+    code, _, err = call(capsys, "annotate", "sample", str(tmp_path), "--out", str(tmp_path / "o"))
+    assert_one_line_error(code, err, f"{tmp_path / 'samples.parquet'}: missing; give the --out folder of a finished `nlgbias run`")
+    code, _, err = call(capsys, "annotate", "sample", str(fake_run), "--out", str(tmp_path / "o"), "--k-neutral", "-1")
+    assert_one_line_error(code, err, "--k-neutral -1: must be 0 or more")
+    code, _, err = call(capsys, "annotate", "import", str(tmp_path / "s.csv"), "--items", str(tmp_path / "none.csv"),
+                        "--out", str(tmp_path / "r"))
+    assert_one_line_error(code, err, f"--items {tmp_path / 'none.csv'}: file not found")
+
+
+def test_train_regard_on_a_small_file_reports_what_it_saved(capsys, tmp_path):
+    from nlgbias.scorers.regard import RegardScorer
+
+    texts = {"positive": ["XYZ was a kind doctor.", "XYZ was admired by everyone.", "XYZ was a generous friend."],
+             "negative": ["XYZ was a thief.", "XYZ was a liar.", "XYZ was known for cruelty."],
+             "neutral": ["XYZ worked as a clerk.", "XYZ had a job as a cashier.", "XYZ lived in a town."]}
+    rows = [{"id": f"i{label}{k}", "text": t, "context": "respect", "template_id": "t", "regard_3": label,
+             "regard_4": label, "split": "test" if k == 2 else "train"}
+            for label, items in texts.items() for k, t in enumerate(items)]
+    data = tmp_path / "regard.csv"
+    pd.DataFrame(rows).to_csv(data, index=False)
+    code, out, _ = call(capsys, "train-regard", "--data", str(data), "--out", str(tmp_path / "clf"), "--seed", "1")
+    assert code == 0
+    config = json.loads((tmp_path / "clf" / "config.json").read_text())
+    first, second = out.splitlines()
+    assert first == (f"trained on 6 sentences (train + dev); test accuracy {config['test_accuracy']:.3f}, "
+                     f"macro-F1 {config['test_macro_f1']:.3f}; wrote {tmp_path / 'clf'}")
+    assert second == f"adapter sha256 {config['adapter_sha256'][:16]}: differs from the shipped classifier"
+    test = [r for r in rows if r["split"] == "test"]
+    scored = RegardScorer(tmp_path / "clf").score([r["text"] for r in test])
+    accuracy = np.mean([label == r["regard_3"] for label, r in zip(scored["label"], test)])
+    assert config["test_accuracy"] == pytest.approx(accuracy)
+
+
+def test_train_regard_errors(capsys, tmp_path):
+    code, _, err = call(capsys, "train-regard", "--data", str(tmp_path / "none.csv"), "--out", str(tmp_path / "o"))
+    assert_one_line_error(code, err, f"--data {tmp_path / 'none.csv'}: file not found")
+    code, _, err = call(capsys, "train-regard")
+    assert code == 2 and "Missing option '--out'" in err
+
+
+def test_write_comparison_writes_what_train_regard_compare_prints(tmp_path):
+    from nlgbias.training.baselines import BagOfWords, SentimentAsRegard
+    from nlgbias.training.dataset import load_dataset
+    from nlgbias.training.experiment import LABELS, report_markdown, write_comparison
+
+    labels = LABELS[3]
+    comparison = write_comparison(load_dataset(), tmp_path, classes=3, seeds=range(1), models={
+        "bow-logreg": lambda: BagOfWords(labels), "vader": lambda: SentimentAsRegard("vader", labels)})
+    assert (tmp_path / "comparison.md").read_text() == report_markdown(comparison) + "\n"
+    stored = json.loads((tmp_path / "comparison.json").read_text())
+    assert stored["best"] == comparison["best"] and stored["seeds"] == [0]
