@@ -64,7 +64,10 @@ def render_report(results: Results, samples: pd.DataFrame, manifest: dict) -> st
         "examples": _examples(samples, scorers) if {"model", "context", "group", "sentence"} <= set(samples.columns) else [],
         "scorers": scorers,
         "alpha": SIGNIFICANCE,
-        "manifest_json": json.dumps(manifest, indent=2, ensure_ascii=False),
+        # The output hashes are added to manifest.json after the report is written (the report is one
+        # of the hashed files), so the page shows the manifest without them: a re-render is identical.
+        "manifest_json": json.dumps({k: v for k, v in manifest.items() if k != "output_sha256"}, indent=2,
+                                    ensure_ascii=False),
     }
     extra = sorted({str(t.parent) for t in templates if t.is_absolute()})
     return _environment(extra).get_template("report.html.j2").render(**context)
