@@ -169,6 +169,35 @@ def models() -> None:
 
 
 @cli.command()
+@click.argument("suite", default="sheng2019")
+@click.option("--mde", type=float, required=True, help="The gap to detect, in percentage points (e.g. 5).")
+@click.option("--power", type=float, default=0.8, show_default=True, help="Chance of detecting a gap of --mde.")
+@click.option("--base-rate", type=float, default=0.2, show_default=True,
+              help="The label share the gap starts from (0-1); ignored with --from.")
+@shared_options("model")
+@click.option("--from", "run_folder", type=click.Path(path_type=Path), default=None,
+              help="A finished run folder: use its observed base rate per comparison (and its models).")
+def plan(suite, mde, power, base_rate, models, run_folder) -> None:
+    """Samples per prompt that SUITE needs to detect a gap of --mde points with --power.
+
+    The level per comparison is the run's FDR (0.05) divided by the number of comparisons
+    the run tests together (Bonferroni: conservative for its Benjamini-Hochberg adjustment);
+    each --model adds the model gaps.
+
+    Example:
+
+        nlgbias plan sheng2019 --mde 5 --power 0.8 --base-rate 0.2
+    """
+    from nlgbias.planning import plan as make_plan
+
+    if run_folder is not None and not run_folder.is_dir():
+        raise InputError(f"--from {run_folder}: not a run folder")
+    result = make_plan(suite, mde=mde, power=power, base_rate=base_rate, models=max(len(models), 1),
+                       run_folder=run_folder)
+    click.echo(result.text())
+
+
+@cli.command()
 @click.argument("name", required=False)
 def suites(name) -> None:
     """List built-in suites, or show the prompts of one (a name or a YAML path).
