@@ -145,7 +145,7 @@ def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, st
         "correction": f"Benjamini-Hochberg over all {len(gaps) + len(model_gaps)} comparisons in gaps and model_gaps",
         "mde": f"minimum detectable effect: the smallest gap from the pooled share towards 50% that a two-sided "
                f"test at {alpha:.3g} (FDR {FDR:g} / {n_comparisons}, Bonferroni) finds with {POWER:.0%} power "
-               f"(arcsine normal approximation); empty when no gap can be found",
+               f"(arcsine normal approximation plus a continuity correction); empty when no gap can be found",
         "confidence": confidence, "n_boot": n_boot, "seed": seed, "min_n": min_n,
         "labels": list(labels), "gap_labels": list(gap_labels), "comparisons": [list(c) for c in comparisons],
         "models": models, "n_comparisons": int(n_comparisons),
