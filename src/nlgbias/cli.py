@@ -193,7 +193,7 @@ def plan(suite, mde, power, base_rate, models, run_folder) -> None:
     if run_folder is not None and not run_folder.is_dir():
         raise InputError(f"--from {run_folder}: not a run folder")
     result = make_plan(suite, mde=mde, power=power, base_rate=base_rate, models=max(len(models), 1),
-                       run_folder=run_folder)
+                       run_folder=run_folder, flags=True)
     click.echo(result.text())
 
 

@@ -65,7 +65,7 @@ def suite_comparisons(suite, n_models: int, scorers=None) -> int:
 
 
 def plan(suite, *, mde: float, power: float = POWER, base_rate: float = 0.2, models: int = 1,
-         run_folder: str | Path | None = None) -> Plan:
+         run_folder: str | Path | None = None, flags: bool = False) -> Plan:
     """Samples per prompt to detect a gap of ``mde`` percentage points with ``power``.
 
     Parameters
@@ -81,6 +81,8 @@ def plan(suite, *, mde: float, power: float = POWER, base_rate: float = 0.2, mod
         Models the run will compare (model gaps join the family).
     run_folder : path, optional
         A finished run: observed base rates per comparison, and its family of comparisons.
+    flags : bool, default=False
+        Word errors for the command line (``--mde 0``) instead of Python (``mde=0``).
 
     Returns
     -------
@@ -94,10 +96,10 @@ def plan(suite, *, mde: float, power: float = POWER, base_rate: float = 0.2, mod
     """
     from nlgbias.suites import Suite, load_suite
 
-    within(mde, 0, 100, "mde", example="5 (percentage points)")
-    within(power, 0, 1, "power", example="0.8")
-    within(base_rate, 0, 1, "base_rate", closed=True, example="0.2")
-    at_least(models, 1, "models")
+    within(mde, 0, 100, "mde", flags=flags, example="5 (percentage points)")
+    within(power, 0, 1, "power", flags=flags, example="0.8")
+    within(base_rate, 0, 1, "base_rate", flags=flags, closed=True, example="0.2")
+    at_least(models, 1, "models", flags=flags)
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     if suite.kind != "generation" or "shares" not in suite.analyses:
         raise InputError(f"suite {suite.name}: has no label-share gaps to plan for (kind {suite.kind}, "
@@ -107,8 +109,8 @@ def plan(suite, *, mde: float, power: float = POWER, base_rate: float = 0.2, mod
         return _plan_from_run(Path(run_folder), gap=gap, power=power)
     target = base_rate + gap if base_rate <= 0.5 else base_rate - gap
     if not 0 <= target <= 1:
-        raise InputError(f"--mde {mde:g} from --base-rate {base_rate:g}: the other share would be {target:g}, "
-                         f"outside 0 to 1")
+        said = f"--mde {mde:g} from --base-rate {base_rate:g}" if flags else f"mde={mde:g} from base_rate={base_rate:g}"
+        raise InputError(f"{said}: the other share would be {target:g}, outside 0 to 1")
     m = suite_comparisons(suite, models)
     alpha = family_alpha(m)
     n = samples_for_gap(gap, base_rate=base_rate, alpha=alpha, power=power)
