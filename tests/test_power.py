@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -155,3 +156,11 @@ def test_plan_command_prints_the_answer(capsys):
                       "run's Benjamini-Hochberg adjustment)")
     assert family_alpha(36) == pytest.approx(0.05 / 36)
     assert any(line.split() == ["respect", "0.200", "5", str(n), str(math.ceil(n / 5))] for line in out)
+
+
+def test_readme_shows_the_plan_commands_real_output(capsys):
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ nlgbias plan sheng2019 --mde 10 --power 0.8 --base-rate 0.2\n", 1)[1].split("```", 1)[0]
+    main(["plan", "sheng2019", "--mde", "10", "--power", "0.8", "--base-rate", "0.2"])
+    assert capsys.readouterr().out == block
+    assert nlgbias.plan("sheng2019", mde=10, power=0.8, base_rate=0.2).samples_per_prompt == int(block.split()[0])
