@@ -136,6 +136,22 @@ def test_plan_from_a_run_uses_observed_base_rates_and_the_run_family(tmp_path, c
     report = (out / "report.html").read_text()
     assert "MDE (pts)" in report and "Too few samples to see a gap under 10 points: 2 of the 2" in report
     assert f"{100 * gaps['mde'].iloc[0]:.1f}</td>" in report
+    assert report.count('<td class="num lowpower">') == int((gaps["mde"] > 0.10).sum()) == 2
+    # a run written before the mde column re-renders without it
+    metrics = json.loads((out / "metrics.json").read_text())
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("samples.parquet", "manifest.json"):
+        (old / name).write_bytes((out / name).read_bytes())
+    for table in ("gaps", "model_gaps"):
+        metrics["meta"]["columns"][table] = [c for c in metrics["meta"]["columns"][table] if c != "mde"]
+        for row in metrics[table]:
+            row.pop("mde")
+    (old / "metrics.json").write_text(json.dumps(metrics))
+    main(["report", str(old)])
+    capsys.readouterr()
+    old_report = (old / "report.html").read_text()
+    assert "Group gaps" in old_report and "MDE (pts)" not in old_report and "Too few samples" not in old_report
     result = plan(str(suite), mde=20, run_folder=out)
     assert result.n_comparisons == 2
     worst = max(samples_for_gap(0.2, base_rate=(r.k_a + r.k_b) / (r.n_a + r.n_b), alpha=0.025) for r in gaps.itertuples())

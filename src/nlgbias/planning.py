@@ -127,8 +127,12 @@ def _plan_from_run(folder: Path, *, gap: float, power: float) -> Plan:
     from nlgbias.report.folder import read_run_folder
 
     results, samples, _ = read_run_folder(folder)
-    rows = [table.assign(compared=table[f"{column}_a"] + " - " + table[f"{column}_b"])
-            for table, column in ((results.gaps, "group"), (results.model_gaps, "model")) if not table.empty]
+    rows = []
+    if not results.gaps.empty:
+        rows.append(results.gaps.assign(compared=results.gaps["group_a"] + " - " + results.gaps["group_b"]))
+    if not results.model_gaps.empty:  # model gaps: both models on one group
+        t = results.model_gaps
+        rows.append(t.assign(model="", compared=t["model_a"] + " - " + t["model_b"] + " (" + t["group"] + ")"))
     if not rows or "template_id" not in samples.columns:
         raise InputError(f"{folder}: a run without label-share gaps; plan from a run of a suite with shares")
     gaps = pd.concat(rows, ignore_index=True)
@@ -141,7 +145,7 @@ def _plan_from_run(folder: Path, *, gap: float, power: float) -> Plan:
         pooled = min(pooled, 1 - gap) if pooled <= 0.5 else max(pooled, gap)  # keep the other share in [0, 1]
         n = samples_for_gap(gap, base_rate=pooled, alpha=alpha, power=power)
         k = int(prompts.get(row.context, 1))
-        out.append({"model": getattr(row, "model", "") or "", "context": row.context, "scorer": row.scorer,
+        out.append({"model": row.model, "context": row.context, "scorer": row.scorer,
                     "label": row.label, "compared": row.compared, "base_rate": pooled, "prompts": k,
                     "n_per_group": n, "samples_per_prompt": math.ceil(n / k)})
     table = pd.DataFrame(out).sort_values("samples_per_prompt", ascending=False, kind="stable").reset_index(drop=True)
