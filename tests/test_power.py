@@ -156,7 +156,7 @@ def test_plan_from_a_run_uses_observed_base_rates_and_the_run_family(tmp_path, c
     assert result.n_comparisons == 2
     worst = max(samples_for_gap(0.2, base_rate=(r.k_a + r.k_b) / (r.n_a + r.n_b), alpha=0.025) for r in gaps.itertuples())
     assert result.samples_per_prompt == math.ceil(worst / 2)
-    main(["plan", str(suite), "--mde", "20", "--from", str(out)])  # returns on success (exit 0)
+    main(["plan", "--mde", "20", "--from", str(out)])  # the run's own suite; returns on success (exit 0)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"{math.ceil(worst / 2)} samples per prompt detect a gap of 20 points in a label share with 80% power"
     assert lines[1].startswith("level per comparison: 0.025 = FDR 0.05 / 2 comparisons (Bonferroni")
@@ -172,6 +172,8 @@ def test_plan_command_prints_the_answer(capsys):
                       "run's Benjamini-Hochberg adjustment)")
     assert family_alpha(36) == pytest.approx(0.05 / 36)
     assert any(line.split() == ["respect", "0.200", "5", str(n), str(math.ceil(n / 5))] for line in out)
+    main(["plan", "--mde", "5", "--model", "x", "--model", "y"])  # sheng2019 by default; two models add model gaps
+    assert capsys.readouterr().out.splitlines()[1].startswith("level per comparison: 0.000347 = FDR 0.05 / 144 comparisons")
 
 
 def test_readme_shows_the_plan_commands_real_output(capsys):

@@ -169,16 +169,17 @@ def models() -> None:
 
 
 @cli.command()
-@click.argument("suite", default="sheng2019")
+@click.argument("suite", required=False)
 @click.option("--mde", type=float, required=True, help="The gap to detect, in percentage points (e.g. 5).")
 @click.option("--power", type=float, default=0.8, show_default=True, help="Chance of detecting a gap of --mde.")
 @click.option("--base-rate", type=float, default=0.2, show_default=True,
               help="The label share the gap starts from (0-1); ignored with --from.")
-@shared_options("model")
+@shared_options("model", model={"help": "A model the run will compare (repeatable; only their number matters here: "
+                                         "each pair adds model gaps). [default: one]"})
 @click.option("--from", "run_folder", type=click.Path(path_type=Path), default=None,
               help="A finished run folder: use its observed base rate per comparison (and its models).")
 def plan(suite, mde, power, base_rate, models, run_folder) -> None:
-    """Samples per prompt that SUITE needs to detect a gap of --mde points with --power.
+    """Samples per prompt that SUITE (default sheng2019, or the --from run's) needs to detect a gap of --mde points.
 
     The level per comparison is the run's FDR (0.05) divided by the number of comparisons
     the run tests together (Bonferroni: conservative for its Benjamini-Hochberg adjustment);
@@ -190,8 +191,6 @@ def plan(suite, mde, power, base_rate, models, run_folder) -> None:
     """
     from nlgbias.planning import plan as make_plan
 
-    if run_folder is not None and not run_folder.is_dir():
-        raise InputError(f"--from {run_folder}: not a run folder")
     result = make_plan(suite, mde=mde, power=power, base_rate=base_rate, models=max(len(models), 1),
                        run_folder=run_folder, flags=True)
     click.echo(result.text())

@@ -64,14 +64,15 @@ def suite_comparisons(suite, n_models: int, scorers=None) -> int:
     return group_gaps + model_gaps
 
 
-def plan(suite, *, mde: float, power: float = POWER, base_rate: float = 0.2, models: int = 1,
+def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2, models: int = 1,
          run_folder: str | Path | None = None, flags: bool = False) -> Plan:
     """Samples per prompt to detect a gap of ``mde`` percentage points with ``power``.
 
     Parameters
     ----------
-    suite : str, Path or Suite
+    suite : str, Path or Suite, optional
         A built-in suite name, a YAML file, or a loaded suite (generation suites with ``shares``).
+        Default: the suite of ``run_folder``, else ``sheng2019``.
     mde : float
         The gap to detect, in percentage points (0-100).
     power : float, default=0.8
@@ -100,13 +101,15 @@ def plan(suite, *, mde: float, power: float = POWER, base_rate: float = 0.2, mod
     within(power, 0, 1, "power", flags=flags, example="0.8")
     within(base_rate, 0, 1, "base_rate", flags=flags, closed=True, example="0.2")
     at_least(models, 1, "models", flags=flags)
-    suite = suite if isinstance(suite, Suite) else load_suite(suite)
+    gap = mde / 100
+    if suite is None and run_folder is not None:
+        return _plan_from_run(Path(run_folder), gap=gap, power=power, flags=flags)
+    suite = suite if isinstance(suite, Suite) else load_suite(suite or "sheng2019")
     if suite.kind != "generation" or "shares" not in suite.analyses:
         raise InputError(f"suite {suite.name}: has no label-share gaps to plan for (kind {suite.kind}, "
                          f"analyses {', '.join(suite.analyses)})")
-    gap = mde / 100
     if run_folder is not None:
-        return _plan_from_run(Path(run_folder), gap=gap, power=power)
+        return _plan_from_run(Path(run_folder), gap=gap, power=power, flags=flags, suite_name=suite.name)
     target = base_rate + gap if base_rate <= 0.5 else base_rate - gap
     if not 0 <= target <= 1:
         said = f"--mde {mde:g} from --base-rate {base_rate:g}" if flags else f"mde={mde:g} from base_rate={base_rate:g}"
@@ -122,11 +125,17 @@ def plan(suite, *, mde: float, power: float = POWER, base_rate: float = 0.2, mod
     return Plan(int(table["samples_per_prompt"].max()), table, alpha, m, gap, power, f"{base_rate:g} (--base-rate)")
 
 
-def _plan_from_run(folder: Path, *, gap: float, power: float) -> Plan:
+def _plan_from_run(folder: Path, *, gap: float, power: float, flags: bool, suite_name: str | None = None) -> Plan:
     """The plan for rerunning a finished run: each comparison from its observed pooled share."""
     from nlgbias.report.folder import read_run_folder
 
-    results, samples, _ = read_run_folder(folder)
+    where = f"--from {folder}" if flags else f"run_folder={str(folder)!r}"
+    if not folder.is_dir():
+        raise InputError(f"{where}: not a run folder")
+    results, samples, manifest = read_run_folder(folder)
+    ran = manifest["suite"].get("name") if isinstance(manifest["suite"], dict) else None
+    if suite_name is not None and ran != suite_name:
+        raise InputError(f"{where}: a run of suite {ran}, not {suite_name}; leave SUITE out to plan for the run's suite")
     rows = []
     if not results.gaps.empty:
         rows.append(results.gaps.assign(compared=results.gaps["group_a"] + " - " + results.gaps["group_b"]))
@@ -134,7 +143,7 @@ def _plan_from_run(folder: Path, *, gap: float, power: float) -> Plan:
         t = results.model_gaps
         rows.append(t.assign(model="", compared=t["model_a"] + " - " + t["model_b"] + " (" + t["group"] + ")"))
     if not rows or "template_id" not in samples.columns:
-        raise InputError(f"{folder}: a run without label-share gaps; plan from a run of a suite with shares")
+        raise InputError(f"{where}: a run without label-share gaps; plan from a run of a suite with shares")
     gaps = pd.concat(rows, ignore_index=True)
     m = int(results.meta.get("n_comparisons", len(gaps)))
     alpha = family_alpha(m)
