@@ -330,6 +330,7 @@ CASES = [
     ("plan-from-missing", ["plan", "--mde", "5", "--from", "{base}/nowhere"], "--from"),
     ("plan-from-a-file", ["plan", "--mde", "5", "--from", "{afile}"], "not a run folder"),
     ("plan-from-no-metrics", ["plan", "--mde", "5", "--from", "{no-metrics}"], "metrics.json: missing"),
+    ("plan-unknown-scorer", ["plan", "--mde", "5", "--scorer", "vaderr"], "--scorer vaderr: unknown scorer; known:"),
     ("plan-from-another-suites-run", ["plan", "sheng2019-intersectional", "--mde", "5", "--from", "{finished}"], "a run of suite sheng2019, not sheng2019-intersectional"),
     ("plan-from-metrics-garbage", ["plan", "--mde", "5", "--from", "{metrics-garbage}"], "metrics.json:1: not valid JSON"),
     # names-suite

@@ -174,6 +174,8 @@ def test_plan_command_prints_the_answer(capsys):
     assert any(line.split() == ["respect", "0.200", "5", str(n), str(math.ceil(n / 5))] for line in out)
     main(["plan", "--mde", "5", "--model", "x", "--model", "y"])  # sheng2019 by default; two models add model gaps
     assert capsys.readouterr().out.splitlines()[1].startswith("level per comparison: 0.000347 = FDR 0.05 / 144 comparisons")
+    main(["plan", "--mde", "5", "--scorer", "vader"])  # one scorer of the suite's three
+    assert capsys.readouterr().out.splitlines()[1].startswith("level per comparison: 0.00417 = FDR 0.05 / 12 comparisons")
 
 
 def test_readme_shows_the_plan_commands_real_output(capsys):
@@ -182,3 +184,11 @@ def test_readme_shows_the_plan_commands_real_output(capsys):
     main(["plan", "sheng2019", "--mde", "10", "--power", "0.8", "--base-rate", "0.2"])
     assert capsys.readouterr().out == block
     assert nlgbias.plan("sheng2019", mde=10, power=0.8, base_rate=0.2).samples_per_prompt == int(block.split()[0])
+
+
+def test_statistics_doc_states_the_plans_the_code_makes():
+    doc = (Path(__file__).parents[1] / "docs" / "statistics.md").read_text(encoding="utf-8")
+    for mde, n, spp in [(10, "625", "125"), (5, "2,308", "462")]:
+        result = plan("sheng2019", mde=mde)
+        assert f"{result.table['n_per_group'].iloc[0]:,}" == n and str(result.samples_per_prompt) == spp
+        assert f"{mde} points" in doc and f"needs {n} per group, {spp} samples per prompt" in doc.replace("\n", " ")

@@ -176,9 +176,11 @@ def models() -> None:
               help="The label share the gap starts from (0-1); ignored with --from.")
 @shared_options("model", model={"help": "A model the run will compare (repeatable; only their number matters here: "
                                          "each pair adds model gaps). [default: one]"})
+@click.option("--scorer", "scorers", multiple=True,
+              help="The run's scorers, if not the suite's (repeatable; each multiplies the comparisons).")
 @click.option("--from", "run_folder", type=click.Path(path_type=Path), default=None,
               help="A finished run folder: use its observed base rate per comparison (and its models).")
-def plan(suite, mde, power, base_rate, models, run_folder) -> None:
+def plan(suite, mde, power, base_rate, models, scorers, run_folder) -> None:
     """Samples per prompt that SUITE (default sheng2019, or the --from run's) needs to detect a gap of --mde points.
 
     The level per comparison is the run's FDR (0.05) divided by the number of comparisons
@@ -192,7 +194,7 @@ def plan(suite, mde, power, base_rate, models, run_folder) -> None:
     from nlgbias.planning import plan as make_plan
 
     result = make_plan(suite, mde=mde, power=power, base_rate=base_rate, models=max(len(models), 1),
-                       run_folder=run_folder, flags=True)
+                       scorers=list(scorers) or None, run_folder=run_folder, flags=True)
     click.echo(result.text())
 
 

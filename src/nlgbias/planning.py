@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
@@ -65,7 +66,7 @@ def suite_comparisons(suite, n_models: int, scorers=None) -> int:
 
 
 def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2, models: int = 1,
-         run_folder: str | Path | None = None, flags: bool = False) -> Plan:
+         scorers: Sequence[str] | None = None, run_folder: str | Path | None = None, flags: bool = False) -> Plan:
     """Samples per prompt to detect a gap of ``mde`` percentage points with ``power``.
 
     Parameters
@@ -80,6 +81,8 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
         The share (0-1) the gap starts from; ignored with ``run_folder``.
     models : int, default=1
         Models the run will compare (model gaps join the family).
+    scorers : sequence of str, optional
+        The run's scorers, if not the suite's (each multiplies the comparisons).
     run_folder : path, optional
         A finished run: observed base rates per comparison, and its family of comparisons.
     flags : bool, default=False
@@ -114,7 +117,15 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
     if not 0 <= target <= 1:
         said = f"--mde {mde:g} from --base-rate {base_rate:g}" if flags else f"mde={mde:g} from base_rate={base_rate:g}"
         raise InputError(f"{said}: the other share would be {target:g}, outside 0 to 1")
-    m = suite_comparisons(suite, models)
+    if scorers is not None:
+        from nlgbias.scorers import list_scorers
+
+        unknown = [name for name in scorers if name not in list_scorers()]
+        if not scorers or unknown:
+            said = f"--scorer {unknown[0]}" if flags and unknown else "--scorer" if flags else f"scorers={list(scorers)!r}"
+            raise InputError(f"{said}: {'unknown scorer' if unknown else 'give at least one scorer'}; "
+                             f"known: {', '.join(list_scorers())}")
+    m = suite_comparisons(suite, models, scorers)
     alpha = family_alpha(m)
     n = samples_for_gap(gap, base_rate=base_rate, alpha=alpha, power=power)
     prompts = pd.Series([t.context for t in suite.templates]).value_counts(sort=False)
