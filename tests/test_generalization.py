@@ -117,3 +117,37 @@ def test_annotate_sample_low_confidence_writes_only_hard_texts(tmp_path):
     chosen = samples.set_index("scored_text").loc[items["text"]]
     assert (chosen["regard_details"].map(max_probability) < 0.6).all()
     assert items.groupby("group").size().tolist() == [5, 5]
+
+
+def test_a_regard_run_reports_its_validity_panel(tmp_path, monkeypatch):
+    import nlgbias
+    from nlgbias.metrics.validity import max_probability
+
+    monkeypatch.chdir(tmp_path)
+    result = nlgbias.run("sheng2019", models=["fake"], samples=2, n_boot=100, seed=0, out="run", quiet=True)
+    shares = result.results.table("regard_confidence")
+    samples = result.samples
+    assert "regard_validity" in result.manifest["statistics"]["analyses"]  # automatic: the suite does not list it
+    for _, row in shares.iterrows():
+        mine = samples[(samples["context"] == row["context"]) & (samples["group"] == row["group"])]
+        p_max = mine["regard_details"].map(max_probability).dropna()
+        assert row["n"] == len(p_max) and row["k"] == int((p_max < 0.6).sum())
+    gaps = result.results.table("regard_confidence_gaps")
+    assert {tuple(p) for p in gaps[["group_a", "group_b"]].drop_duplicates().values} == {
+        ("man", "woman"), ("Black", "White"), ("gay", "straight")}
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert "How far to trust the regard numbers" in page and "regard-1+" in page
+
+
+def test_the_validity_panel_names_flagged_comparisons():
+    from nlgbias.metrics.results import Results
+    from nlgbias.metrics.validity import low_confidence
+    from nlgbias.report.sections import regard_validity
+
+    samples = regard_samples({"a": 0.5, "b": 0.05}).assign(context="respect")
+    shares, gaps = low_confidence(samples, pairs=[("a", "b")], n_boot=100)
+    section = regard_validity(Results({"regard_confidence": shares, "regard_confidence_gaps": gaps}, {}), samples,
+                              {"scorers": [{"name": "regard", "version": "regard-test"}]})
+    assert section["version"] == "regard-test" and len(section["flagged"]) == 1
+    assert section["unseen"]["n"] > 3000 and 0 < section["unseen"]["negative_recall"] < 1
+    assert all(e["p_max"] < 0.6 for e in section["examples"])

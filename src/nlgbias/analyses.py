@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -81,6 +81,8 @@ class Analysis:
     kind : the suite kind it applies to, ``generation`` or ``pronoun``.
     section : ``section(results, samples, manifest) -> dict | None``, the template's context.
     template : the section's Jinja template: a file name under ``nlgbias/report/templates`` or a path.
+    auto : run whenever the run has every scorer in ``requires``, whether or not the suite lists it
+        (for checks that belong to a scorer rather than to a probe, such as regard's validity).
     """
 
     name: str
@@ -89,6 +91,7 @@ class Analysis:
     kind: str = "generation"
     section: Callable[[Results, pd.DataFrame, dict], dict | None] | None = None
     template: str | Path | None = None
+    auto: bool = False
 
 
 REGISTRY: dict[str, Analysis] = {}
@@ -103,6 +106,13 @@ def register(analysis: Analysis) -> Analysis:
 def analysis_names(kind: str = "generation") -> tuple[str, ...]:
     """The registered analyses a suite of ``kind`` may ask for, in registry order."""
     return tuple(name for name, a in REGISTRY.items() if a.kind == kind)
+
+
+def analyses_for(suite: Suite, scorers: Sequence[str]) -> tuple[str, ...]:
+    """The analyses a run performs: the suite's, then every ``auto`` analysis whose scorers it has."""
+    extra = [name for name, a in REGISTRY.items()
+             if a.auto and a.kind == suite.kind and name not in suite.analyses and set(a.requires) <= set(scorers)]
+    return (*suite.analyses, *extra)
 
 
 def run_analyses(names, tables: RunTables, options: AnalysisOptions) -> Results:
@@ -133,6 +143,18 @@ def _shares(tables: RunTables, options: AnalysisOptions) -> Results:
     labelled = scored[scored["label"].isin(labels)]
     return compute_metrics(labelled, comparisons=tables.suite.comparisons, labels=labels, n_boot=options.n_boot,
                            confidence=options.confidence, seed=options.seed, min_n=options.min_n)
+
+
+def _regard_validity(tables: RunTables, options: AnalysisOptions) -> Results:
+    """Low-confidence regard shares per (model, context, group) and their gaps within each comparison."""
+    from nlgbias.metrics.validity import THRESHOLD, low_confidence
+
+    shares, gaps = low_confidence(tables.samples, pairs=tables.suite.comparisons, n_boot=options.n_boot,
+                                  confidence=options.confidence, seed=options.seed, min_n=options.min_n)
+    return Results({"regard_confidence": shares, "regard_confidence_gaps": gaps},
+                   {"regard_confidence": f"share of texts whose largest regard probability is under {THRESHOLD}; "
+                                         "gaps: exact permutation test, Benjamini-Hochberg over these gaps only "
+                                         "(a diagnostic, not part of the bias comparisons)"})
 
 
 # --- occupations (Kirk et al. 2021) ---------------------------------------------------------
@@ -290,8 +312,10 @@ register(Analysis("occupations", _occupations, requires=("occupation",), section
                   template="_occupations.html.j2"))
 register(Analysis("gender_direction", _gender_direction, requires=("occupation",), section=sections.gender_direction,
                   template="_gender_direction.html.j2"))
+register(Analysis("regard_validity", _regard_validity, requires=("regard",), section=sections.regard_validity,
+                  template="_regard_validity.html.j2", auto=True))
 register(Analysis("pronouns", _pronouns, kind="pronoun", section=sections.pronouns, template="_pronouns.html.j2"))
 
-__all__ = ["Analysis", "AnalysisOptions", "REGISTRY", "RunTables", "analysis_names", "occupation_tables", "register",
-           "run_analyses"]
+__all__ = ["Analysis", "AnalysisOptions", "REGISTRY", "RunTables", "analyses_for", "analysis_names",
+           "occupation_tables", "register", "run_analyses"]
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from nlgbias.analyses import REGISTRY, AnalysisOptions, RunTables, run_analyses
+from nlgbias.analyses import REGISTRY, AnalysisOptions, RunTables, analyses_for, run_analyses
 from nlgbias.errors import InputError, ScorerUnavailable, StoreError
 from nlgbias.keys import config_id, text_hash
 from nlgbias.metrics import Results
@@ -133,6 +133,11 @@ class RunConfig:
                    bls_mapping=None if bls_mapping is None else str(bls_mapping))
 
     @property
+    def analyses(self) -> tuple[str, ...]:
+        """The analyses the run performs: the suite's, plus the automatic ones its scorers call for."""
+        return analyses_for(self.suite, [s.name for s in self.scorers])
+
+    @property
     def analysis(self) -> AnalysisOptions:
         """The statistics settings every analysis of the run gets."""
         return AnalysisOptions(seed=self.seed, n_boot=self.n_boot, confidence=self.confidence, min_n=self.min_n,
@@ -181,7 +186,7 @@ class RunConfig:
             "scorers": [{"name": s.name, "version": s.version, "citation": s.citation,
                          "threshold": getattr(s, "threshold", None)} for s in self.scorers],
             "scorers_unavailable": list(self.unavailable),
-            "statistics": {"analyses": list(suite.analyses), "n_boot": self.n_boot, "confidence": self.confidence,
+            "statistics": {"analyses": list(self.analyses), "n_boot": self.n_boot, "confidence": self.confidence,
                            "min_n": self.min_n, "seed": self.seed,
                            **{k: results.meta[k] for k in ("ci", "test", "correction") if k in results.meta}},
             "counts": {"samples": int(len(table)),
@@ -269,7 +274,7 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
         finished = store.finish_run(run_id)
         model_infos = [{"model": r.model_id, "backend": r.backend, "fingerprint": r.fingerprint,
                         **(store.model_info(r.model_id, r.fingerprint) or r.info)} for r in config.refs]
-    results = run_analyses(config.suite.analyses, tables, config.analysis)
+    results = run_analyses(config.analyses, tables, config.analysis)
     clock.lap("metrics")
     table = tables.samples
     manifest = config.manifest(models=model_infos, results=results, table=table, started=started, finished=finished,

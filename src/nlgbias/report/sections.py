@@ -178,3 +178,31 @@ def _nice(value: float) -> float:
         if value <= limit:
             return limit
     return 1.0
+
+
+def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
+    """How far the run's regard numbers can be trusted: the classifier's version and its measured
+    generalization, low-confidence shares per group, flagged gaps between groups, hard examples."""
+    import json
+
+    from nlgbias.metrics.validity import THRESHOLD, hard_examples
+    from nlgbias.resources import data_path
+
+    shares = results.table("regard_confidence")
+    if shares.empty:
+        return None
+    gaps = results.table("regard_confidence_gaps")
+    version = next((s.get("version") for s in manifest.get("scorers", []) if s.get("name") == "regard"), None)
+    measured = json.loads(data_path("regard", "generalization-v2.json").read_text(encoding="utf-8"))
+    unseen = next(r for r in measured["v1_classifier_on_new_items"] if r["subset"] == "all new items")
+    flagged = gaps[gaps["flagged"]] if "flagged" in gaps else gaps.iloc[0:0]
+    examples = hard_examples(samples, k=2) if "regard_details" in samples else pd.DataFrame()
+    return {
+        "version": version,
+        "threshold": THRESHOLD,
+        "unseen": unseen,
+        "shares": _records(shares),
+        "flagged": _records(flagged),
+        "examples": _records(examples[["model", "context", "group", "scored_text", "label", "p_max"]])
+        if not examples.empty else [],
+    }
