@@ -65,7 +65,10 @@ def render_report(results: Results, samples: pd.DataFrame, manifest: dict) -> st
         "examples": _examples(samples, scorers) if {"model", "context", "group", "sentence"} <= set(samples.columns) else [],
         "scorers": scorers,
         "alpha": SIGNIFICANCE,
-        "manifest_json": json.dumps(manifest, indent=2, ensure_ascii=False),
+        # output_sha256 is recorded after the report is written (it hashes report.html itself), so the
+        # page leaves it out: a re-rendered report is then byte-identical to the run's.
+        "manifest_json": json.dumps({k: v for k, v in manifest.items() if k != "output_sha256"}, indent=2,
+                                    ensure_ascii=False),
     }
     extra = sorted({str(t.parent) for t in templates if t.is_absolute()})
     return _environment(extra).get_template("report.html.j2").render(**context)
