@@ -3,6 +3,8 @@
 The golden files under ``tests/data/golden/<case>/`` were written by the code before the
 issue-9 consolidation (``NLGBIAS_WRITE_GOLDEN=1 python -m pytest tests/test_golden.py``
 rewrites them; do that only for an intended change of outputs, and say so in the commit).
+Issue 13 rewrote ``sheng2019/metrics.json`` once, for the added ``mde`` column of the gap tables
+and its ``meta.mde`` description only (checked: equal to the old file with those removed).
 Timings, dates and library versions live in ``manifest.json``, which is not compared.
 """
 

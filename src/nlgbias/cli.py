@@ -169,6 +169,36 @@ def models() -> None:
 
 
 @cli.command()
+@click.argument("suite", required=False)
+@click.option("--mde", type=float, required=True, help="The gap to detect, in percentage points (e.g. 5).")
+@click.option("--power", type=float, default=0.8, show_default=True, help="Chance of detecting a gap of --mde.")
+@click.option("--base-rate", type=float, default=0.2, show_default=True,
+              help="The label share the gap starts from (0-1); ignored with --from.")
+@shared_options("model", model={"help": "A model the run will compare (repeatable; only their number matters here: "
+                                         "each pair adds model gaps). [default: one]"})
+@click.option("--scorer", "scorers", multiple=True,
+              help="The run's scorers, if not the suite's (repeatable; each multiplies the comparisons).")
+@click.option("--from", "run_folder", type=click.Path(path_type=Path), default=None,
+              help="A finished run folder: use its observed base rate per comparison (and its models).")
+def plan(suite, mde, power, base_rate, models, scorers, run_folder) -> None:
+    """Samples per prompt that SUITE (default sheng2019, or the --from run's) needs to detect a gap of --mde points.
+
+    The level per comparison is the run's FDR (0.05) divided by the number of comparisons
+    the run tests together (Bonferroni: conservative for its Benjamini-Hochberg adjustment);
+    each --model adds the model gaps.
+
+    Example:
+
+        nlgbias plan sheng2019 --mde 5 --power 0.8 --base-rate 0.2
+    """
+    from nlgbias.planning import plan as make_plan
+
+    result = make_plan(suite, mde=mde, power=power, base_rate=base_rate, models=max(len(models), 1),
+                       scorers=list(scorers) or None, run_folder=run_folder, flags=True)
+    click.echo(result.text())
+
+
+@cli.command()
 @click.argument("name", required=False)
 def suites(name) -> None:
     """List built-in suites, or show the prompts of one (a name or a YAML path).

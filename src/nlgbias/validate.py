@@ -39,6 +39,16 @@ def at_least(value, minimum, option: str, *, flags: bool = True, whole: bool = T
         raise InputError(f"{_name(option, flags)}{sep}{value}: must be {kind} {minimum}{why}")
 
 
+def within(value, low, high, option: str, *, flags: bool = True, closed: bool = False, example: str = "") -> None:
+    """Raise unless ``value`` is a number in ``(low, high)`` (``[low, high]`` with ``closed``)."""
+    _number(value, option, flags, whole=False)
+    inside = low <= value <= high if closed else low < value < high
+    if not inside:
+        sep = " " if flags else ""
+        where = f"from {low:g} to {high:g}" if closed else f"between {low:g} and {high:g}"
+        raise InputError(f"{_name(option, flags)}{sep}{value:g}: must be {where}{', e.g. ' + example if example else ''}")
+
+
 def check_device(device: str, *, flags: bool = True) -> None:
     """``auto``, ``cpu``, ``mps``, ``cuda`` or ``cuda:N``; CUDA and MPS must be present."""
     name = _name("device", flags)
@@ -92,4 +102,4 @@ def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device,
             check_url(spec.partition("@")[2], f"--model {spec}" if flags else f"models=[{spec!r}]")
 
 
-__all__ = ["at_least", "check_device", "check_url", "check_run_options"]
+__all__ = ["at_least", "check_device", "check_url", "check_run_options", "within"]

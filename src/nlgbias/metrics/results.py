@@ -7,7 +7,8 @@
     and ``n_empty`` (samples whose continuation was empty; they are counted, not dropped).
 ``gaps``
     per (model, context, scorer, label, group pair): the difference in share with its CI,
-    the exact permutation p-value and ``p_adj``.
+    the exact permutation p-value, ``p_adj`` and ``mde`` (the smallest gap the comparison detects
+    with 80% power at its n, see :mod:`nlgbias.metrics.power`).
 ``model_gaps``
     per (context, scorer, group, label, model pair), when a run has several models.
 
@@ -25,6 +26,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from nlgbias.metrics.power import FDR, POWER, family_alpha, mde_column
 from nlgbias.metrics.shares import differences, group_shares
 from nlgbias.metrics.significance import fdr_bh
 from nlgbias.store.export import write_csv, write_json
@@ -92,7 +94,7 @@ class Results:
         return cls(tables, data["meta"])
 
 
-FLOAT_COLUMNS = {"share", "ci_low", "ci_high", "share_a", "share_b", "diff", "p", "p_adj"}
+FLOAT_COLUMNS = {"share", "ci_low", "ci_high", "share_a", "share_b", "diff", "p", "p_adj", "mde"}
 
 
 def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, str]],
@@ -133,13 +135,20 @@ def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, st
     adjusted = fdr_bh(np.concatenate([gaps["p"].to_numpy(float), model_gaps["p"].to_numpy(float)]))
     gaps["p_adj"] = adjusted[: len(gaps)]
     model_gaps["p_adj"] = adjusted[len(gaps):]
+    n_comparisons = len(gaps) + len(model_gaps)
+    alpha = family_alpha(n_comparisons)
+    gaps["mde"] = mde_column(gaps, alpha=alpha)
+    model_gaps["mde"] = mde_column(model_gaps, alpha=alpha)
     meta = {
         "ci": f"{confidence:.0%} percentile bootstrap, {n_boot} replicates, resampled within each cell",
         "test": "exact two-sided permutation test of the difference in shares (hypergeometric null)",
         "correction": f"Benjamini-Hochberg over all {len(gaps) + len(model_gaps)} comparisons in gaps and model_gaps",
+        "mde": f"minimum detectable effect: the smallest gap from the pooled share towards 50% that a two-sided "
+               f"test at {alpha:.3g} (FDR {FDR:g} / {n_comparisons}, Bonferroni) finds with {POWER:.0%} power "
+               f"(arcsine normal approximation plus a continuity correction); empty when no gap can be found",
         "confidence": confidence, "n_boot": n_boot, "seed": seed, "min_n": min_n,
         "labels": list(labels), "gap_labels": list(gap_labels), "comparisons": [list(c) for c in comparisons],
-        "models": models, "n_comparisons": int(len(gaps) + len(model_gaps)),
+        "models": models, "n_comparisons": int(n_comparisons),
         "columns": {"shares": list(shares.columns), "gaps": list(gaps.columns), "model_gaps": list(model_gaps.columns)},
     }
     return Results({"shares": shares, "gaps": gaps, "model_gaps": model_gaps}, meta)

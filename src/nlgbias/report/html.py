@@ -28,6 +28,7 @@ def _environment(extra_folders: Sequence[str] = ()) -> jinja2.Environment:
     env.filters["pct"] = lambda v, digits=1: "–" if v is None or pd.isna(v) else f"{100 * v:.{digits}f}%"
     env.filters["pts"] = lambda v: "–" if v is None or pd.isna(v) else f"{100 * v:+.1f}"
     env.filters["pval"] = _format_p
+    env.filters["mde"] = lambda v: "none" if v is None or pd.isna(v) else f"{100 * v:.1f}"
     return env
 
 

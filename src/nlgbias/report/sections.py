@@ -12,11 +12,12 @@ import math
 
 import pandas as pd
 
+from nlgbias.metrics.power import FDR, MDE_FLAG
 from nlgbias.metrics.results import Results
 from nlgbias.report.charts import stacked_panels
 from nlgbias.report.svg import bar_chart, histogram, line_chart, scatter
 
-SIGNIFICANCE = 0.05
+SIGNIFICANCE = FDR
 TOP_JOBS = 8
 SPLIT_JOBS = 30
 
@@ -34,6 +35,7 @@ def shares(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | No
     gaps = results.gaps
     findings = gaps[gaps["p_adj"] < SIGNIFICANCE].assign(size=lambda t: t["diff"].abs()) \
         .sort_values("size", ascending=False).head(12)
+    gap_tables = [t for t in (gaps, results.model_gaps) if not t.empty]
     return {
         "labels": labels,
         "panels": stacked_panels(results.shares, labels, scorers),
@@ -41,7 +43,23 @@ def shares(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | No
         "model_gaps": results.model_gaps.to_dict(orient="records"),
         "findings": findings.to_dict(orient="records"),
         "small_cells": int(results.shares.drop_duplicates(["model", "context", "scorer", "group"])["small_n"].sum()),
+        "mde": low_power(pd.concat(gap_tables, ignore_index=True)) if gap_tables else None,
+        "mde_flag": MDE_FLAG,
     }
+
+
+def low_power(gaps: pd.DataFrame) -> dict | None:
+    """The comparisons without a significant gap whose MDE exceeds :data:`MDE_FLAG` (or that can see
+    no gap at all): ``n`` of ``of``, their MDE range in points and ``none`` (no gap visible);
+    ``None`` for a run written before the ``mde`` column."""
+    if "mde" not in gaps:
+        return None
+    quiet = gaps[~(gaps["p_adj"] < SIGNIFICANCE)]
+    weak = quiet[~(quiet["mde"] <= MDE_FLAG)]
+    finite = weak["mde"].dropna()
+    return {"n": int(len(weak)), "of": int(len(quiet)), "none": int(weak["mde"].isna().sum()),
+            "low": float(100 * finite.min()) if len(finite) else None,
+            "high": float(100 * finite.max()) if len(finite) else None}
 
 
 def occupations(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:

@@ -1,0 +1,135 @@
+"""Power of the gap tests: samples needed for a gap, and the smallest gap a comparison can see.
+
+A gap is a difference between two label shares (two groups, or two models), tested with the
+exact permutation test of :mod:`nlgbias.metrics.significance`.  Power comes from the normal
+approximation on the arcsine scale (Cohen's h, statsmodels' ``NormalIndPower``), plus a
+continuity correction of ``(1/n_a + 1/n_b) / 2`` to the gap (Fleiss, Levin & Paik 2003,
+section 4.2): the exact test is discrete and conservative, and without the correction the
+formula promises about 2 to 5 points more power than it has (``docs/statistics.md``).
+
+Multiple comparisons: a run tests all its gaps together with Benjamini-Hochberg at FDR
+:data:`FDR` = 0.05.  Planning uses the Bonferroni level ``FDR / m`` for ``m`` comparisons.  BH
+rejects every hypothesis whose p-value is under ``FDR / m`` (the first step of its step-up
+rule), so a gap's power under BH is at least its power at ``FDR / m``: the sample sizes here
+are conservative, and the minimum detectable effects are upper bounds.
+
+A gap is taken in the harder direction: from ``p`` towards 50%, where a share varies most.
+
+>>> round(detectable_gap(1000, 1000, base_rate=0.2, alpha=0.05), 4)
+0.0533
+>>> samples_for_gap(0.05, base_rate=0.2, alpha=0.05)
+1131
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+from statsmodels.stats.power import NormalIndPower
+from statsmodels.stats.proportion import proportion_effectsize
+
+FDR = 0.05  # the run's Benjamini-Hochberg level (the report marks adjusted p under it)
+POWER = 0.8  # the power of the reported minimum detectable effects
+MDE_FLAG = 0.10  # comparisons whose MDE exceeds this (10 points) are flagged in the report
+
+
+def _toward_half(base_rate: float, gap: float) -> float:
+    """The other share of a gap of ``gap`` from ``base_rate``, in the direction of 50%."""
+    return base_rate + gap if base_rate <= 0.5 else base_rate - gap
+
+
+def effect_size(gap: float, *, base_rate: float) -> float:
+    """Cohen's h of a gap of ``gap`` (a share difference) from ``base_rate`` towards 50%.
+
+    >>> round(effect_size(0.05, base_rate=0.2), 4)
+    0.1199
+    """
+    other = _toward_half(base_rate, gap)
+    if not 0 <= other <= 1:
+        raise ValueError(f"a gap of {gap:g} from base rate {base_rate:g} leaves [0, 1]")
+    return abs(float(proportion_effectsize(other, base_rate)))
+
+
+def continuity(n_a: int, n_b: int) -> float:
+    """The continuity correction added to a detectable gap: ``(1/n_a + 1/n_b) / 2``."""
+    return (1 / n_a + 1 / n_b) / 2
+
+
+@lru_cache(maxsize=4096)
+def detectable_h(n_a: int, n_b: int, alpha: float, power: float = POWER) -> float:
+    """The smallest Cohen's h the two-sided z test at ``alpha`` detects with ``power`` at these n
+    (``NormalIndPower.solve_power``, no continuity correction)."""
+    h = NormalIndPower().solve_power(effect_size=None, nobs1=n_a, alpha=alpha, power=power, ratio=n_b / n_a,
+                                     alternative="two-sided")
+    return float(np.asarray(h).item())
+
+
+def detectable_gap(n_a: int, n_b: int, *, base_rate: float, alpha: float, power: float = POWER) -> float:
+    """Minimum detectable effect: the smallest gap (a share difference, 0-1) from ``base_rate``
+    towards 50% that the two-sided test at ``alpha`` finds with ``power``.
+
+    The arcsine-scale gap of :func:`detectable_h` plus :func:`continuity`; ``nan`` when no gap
+    can be found (a side is empty, or even a gap to 0% or 100% is too small for these n).
+    """
+    if n_a <= 0 or n_b <= 0 or not np.isfinite(base_rate):
+        return float("nan")
+    h = detectable_h(int(n_a), int(n_b), float(alpha), float(power))
+    phi = 2 * math.asin(math.sqrt(base_rate))
+    target = phi + h if base_rate <= 0.5 else phi - h
+    if not 0 <= target <= math.pi:
+        return float("nan")
+    gap = abs(math.sin(target / 2) ** 2 - base_rate) + continuity(n_a, n_b)
+    return gap if 0 <= _toward_half(base_rate, gap) <= 1 else float("nan")
+
+
+def gap_power(gap: float, n_a: int, n_b: int, *, base_rate: float, alpha: float) -> float:
+    """Approximate power of the two-sided test at ``alpha`` for a gap of ``gap`` from ``base_rate``
+    (the gap less :func:`continuity`, on the arcsine scale)."""
+    h = effect_size(max(gap - continuity(n_a, n_b), 0.0), base_rate=base_rate)
+    return float(NormalIndPower().power(effect_size=h, nobs1=n_a, alpha=alpha, ratio=n_b / n_a,
+                                        alternative="two-sided"))
+
+
+def samples_for_gap(gap: float, *, base_rate: float, alpha: float, power: float = POWER) -> int:
+    """Samples per side (both sides equal) to detect ``gap`` with ``power``: the smallest n with
+    ``detectable_gap(n, n) <= gap``.
+
+    Starts from statsmodels' uncorrected n with the continuity correction of Fleiss et al.
+    (``n/4 (1 + sqrt(1 + 4 / (n gap)))^2``) and steps to the exact smallest n.
+    """
+    h = effect_size(gap, base_rate=base_rate)
+    n0 = float(np.asarray(NormalIndPower().solve_power(effect_size=h, nobs1=None, alpha=alpha, power=power,
+                                                       ratio=1.0, alternative="two-sided")).item())
+    n = max(2, int(math.ceil(n0 / 4 * (1 + math.sqrt(1 + 4 / (n0 * gap))) ** 2)))
+
+    def enough(k: int) -> bool:
+        found = detectable_gap(k, k, base_rate=base_rate, alpha=alpha, power=power)
+        return bool(found <= gap + 1e-12)
+
+    while not enough(n):
+        n += 1
+    while n > 2 and enough(n - 1):
+        n -= 1
+    return n
+
+
+def mde_column(gaps: pd.DataFrame, *, alpha: float, power: float = POWER) -> pd.Series:
+    """The ``mde`` of each row of a gaps table (``n_a, k_a, n_b, k_b``): the detectable gap at the
+    row's n from its pooled share ``(k_a + k_b) / (n_a + n_b)``."""
+    values = []
+    for n_a, k_a, n_b, k_b in zip(gaps["n_a"], gaps["k_a"], gaps["n_b"], gaps["k_b"]):
+        pooled = (k_a + k_b) / (n_a + n_b) if n_a + n_b else float("nan")
+        values.append(detectable_gap(int(n_a), int(n_b), base_rate=pooled, alpha=alpha, power=power))
+    return pd.Series(values, index=gaps.index, dtype=float, name="mde")
+
+
+def family_alpha(n_comparisons: int, fdr: float = FDR) -> float:
+    """The planning level of one comparison among ``n_comparisons``: Bonferroni, ``fdr / m``."""
+    return fdr / max(int(n_comparisons), 1)
+
+
+__all__ = ["FDR", "MDE_FLAG", "POWER", "continuity", "detectable_gap", "detectable_h", "effect_size", "family_alpha",
+           "gap_power", "mde_column", "samples_for_gap"]
