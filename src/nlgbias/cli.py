@@ -60,6 +60,7 @@ def cli() -> None:
 
     Example:
 
+        \b
         nlgbias run sheng2019 --model smollm2-135m --samples 100 --seed 0 --out runs/demo
     """
 
@@ -98,6 +99,7 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
 
     Example:
 
+        \b
         nlgbias run sheng2019 --model smollm2-135m --model gemma3-270m --samples 50 --out runs/two
     """
     from nlgbias.audit import run as run_audit
@@ -126,7 +128,9 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
 @click.option("--output", "output_path", required=True, type=click.Path(path_type=Path), help="JSONL file to write.")
 @click.option("--mask", "masks", multiple=True, metavar="TEXT",
               help="Replace this group mention with XYZ before scoring (repeatable), e.g. --mask 'The woman'.")
-def score(scorer_name, input_path, output_path, masks) -> None:
+@click.option("--classifier", type=click.Path(path_type=Path), default=None,
+              help="With --scorer regard: your own classifier (the --out folder of `nlgbias train-regard`).")
+def score(scorer_name, input_path, output_path, masks, classifier) -> None:
     """Score one text per line of --input; write {"text", "label", "scores"} per line.
 
     The regard classifier expects the person a sentence is about written as XYZ, as in its
@@ -134,11 +138,12 @@ def score(scorer_name, input_path, output_path, masks) -> None:
 
     Example:
 
+        \b
         nlgbias score --scorer regard --input sentences.txt --output scored.jsonl --mask "The woman"
     """
     from nlgbias.scorers import score_file
 
-    counts = score_file(input_path, output_path, scorer=scorer_name, masks=masks)
+    counts = score_file(input_path, output_path, scorer=scorer_name, masks=masks, classifier=classifier)
     notes = [f"{counts['texts']} texts scored with {scorer_name}"]
     if not counts["texts"]:
         notes = [f"--input {input_path} is empty: 0 texts scored with {scorer_name}"]
@@ -155,6 +160,7 @@ def models() -> None:
 
     Example:
 
+        \b
         nlgbias models
     """
     from nlgbias.models import list_models
@@ -175,6 +181,7 @@ def suites(name) -> None:
 
     Example:
 
+        \b
         nlgbias suites sheng2019
     """
     from nlgbias.suites import expand_suite, list_suites, load_suite, suite_prompts
@@ -199,6 +206,7 @@ def scorers() -> None:
 
     Example:
 
+        \b
         nlgbias scorers
     """
     from nlgbias.errors import ScorerError
@@ -219,6 +227,7 @@ def report(folder) -> None:
 
     Example:
 
+        \b
         nlgbias report runs/demo
     """
     from nlgbias.report.folder import rerender_report
@@ -233,6 +242,7 @@ def annotate() -> None:
 
     Example:
 
+        \b
         nlgbias annotate sample runs/demo --out annotation --annotators a1,a2,a3
     """
 
@@ -253,10 +263,12 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
 
     Example:
 
+        \b
         nlgbias annotate sample runs/demo --out annotation --k-positive 3 --k-negative 3
 
     Your model's hard cases (to check or retrain the regard classifier on them):
 
+        \b
         nlgbias annotate sample runs/demo --out hard --low-confidence 10
     """
     from nlgbias.annotation import sample_run
@@ -278,6 +290,7 @@ def annotate_import(sheets, items_path, out, ties) -> None:
 
     Example:
 
+        \b
         nlgbias annotate import annotation/sheet-a1.csv annotation/sheet-a2.csv annotation/sheet-a3.csv \\
             --items annotation/items.csv --out annotation/result
     """
@@ -302,6 +315,7 @@ def ablate(suite, models, samples, seed, out, quiet, top_k, temperature) -> None
 
     Example:
 
+        \b
         nlgbias ablate kirk2021-identity --top-k 10,50,0 --temperature 0.7,1.0 --samples 100 --out runs/ablation
     """
     from nlgbias.ablation import decoding_grid, parse_grid
@@ -329,6 +343,7 @@ def names_suite(names_file, out, suite_name, template) -> None:
 
     Example:
 
+        \b
         nlgbias names-suite my_names.csv --out my-names.yaml && nlgbias run my-names.yaml --out runs/names
     """
     from nlgbias.suites.names import names_suite_yaml
@@ -342,14 +357,19 @@ def names_suite(names_file, out, suite_name, template) -> None:
 
 @cli.command("train-regard")
 @click.option("--data", "data_path", type=click.Path(path_type=Path), default=None,
-              help="Annotated data (regard.csv) [default: the shipped dataset].")
+              help="Annotated data: a regard.csv like the one `annotate import` writes [default: the shipped dataset].")
+@click.option("--extra-data", "extra_paths", multiple=True, type=click.Path(path_type=Path),
+              help="A regard.csv (from `annotate import`) whose items are added to the training split of --data "
+                   "(repeatable); dev and test stay as they were.")
 @shared_options("out", "seed", out=_required_folder("Folder for the trained classifier."),
                 seed={"help": "Training seed."})
 @click.option("--classes", type=click.Choice(["3", "4"]), default="3", show_default=True,
               help="3: negative/neutral/positive; 4: adds other (mixed, nonsense).")
+@click.option("--epochs", type=int, default=None,
+              help="Training epochs [default: the shipped recipe's 4]; fewer for a quick check.")
 @click.option("--compare", is_flag=True, help="Also compare with the baselines over --seeds seeds (slow).")
 @click.option("--seeds", type=int, default=5, show_default=True, help="Seeds for --compare.")
-def train_regard(data_path, out, seed, classes, compare, seeds) -> None:
+def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, seeds) -> None:
     """Rebuild the regard classifier from the annotated data, deterministically.
 
     With the shipped data and defaults, the adapter written to --out is byte-identical to the
@@ -357,20 +377,30 @@ def train_regard(data_path, out, seed, classes, compare, seeds) -> None:
 
     Example:
 
+        \b
         nlgbias train-regard --out build/regard --classes 3
+
+    The shipped data plus your own annotations (the regard.csv of `nlgbias annotate import`):
+
+        \b
+        nlgbias train-regard --extra-data annotation/result/regard.csv --out build/regard-plus
     """
     from nlgbias.training import build_classifier
-    from nlgbias.training.dataset import load_dataset
+    from nlgbias.training.dataset import training_data
 
     from nlgbias.validate import at_least
 
     at_least(seeds, 1, "seeds")
-    if data_path is not None and not data_path.is_file():
-        raise InputError(f"--data {data_path}: file not found")
-    data = load_dataset(data_path)
-    result = build_classifier(data, out, classes=int(classes), seed=seed)
-    click.echo(f"trained on {result['n_train']} sentences (train + dev); test accuracy {result['test_accuracy']:.3f}, "
-               f"macro-F1 {result['test_macro_f1']:.3f}; wrote {out}")
+    if epochs is not None:
+        at_least(epochs, 1, "epochs")
+    for flag, path in [("--data", data_path), *(("--extra-data", p) for p in extra_paths)]:
+        if path is not None and not path.is_file():
+            raise InputError(f"{flag} {path}: file not found")
+    data = training_data(data_path, extra=extra_paths)
+    result = build_classifier(data, out, classes=int(classes), seed=seed, epochs=epochs)
+    tested = (f"test accuracy {result['test_accuracy']:.3f}, macro-F1 {result['test_macro_f1']:.3f}" if result["n_test"]
+              else "no test split, so no test figures")
+    click.echo(f"trained on {result['n_train']} sentences (train + dev); {tested}; wrote {out}")
     click.echo(f"adapter sha256 {result['adapter_sha256'][:16]}: "
                + ("identical to the shipped classifier" if result["identical_to_shipped"] else "differs from the shipped classifier"))
     if compare:

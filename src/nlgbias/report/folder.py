@@ -71,6 +71,7 @@ def rerender_report(folder: str | Path) -> Path:
 
     folder = Path(folder)
     results, samples, manifest = read_run_folder(folder)
+    manifest = {k: v for k, v in manifest.items() if k != "output_sha256"}  # the run rendered before hashing
     try:
         write_report(folder / "report.html", results, samples, manifest)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, jinja2.UndefinedError) as exc:

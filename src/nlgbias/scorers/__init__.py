@@ -76,20 +76,35 @@ def score(texts: Sequence[str], scorer: str = "vader") -> pd.DataFrame:
     return scored
 
 
+def regard_classifier(folder: str | Path, *, scorer: str = "regard") -> Scorer:
+    """A regard scorer that reads the classifier in ``folder`` (e.g. what ``nlgbias train-regard`` wrote)."""
+    from nlgbias.errors import InputError
+
+    if scorer not in ("regard", "regard4"):
+        raise InputError(f"--classifier: only for --scorer regard or regard4, not {scorer}")
+    folder = Path(folder)
+    if not (folder / "adapter.safetensors").is_file():
+        raise InputError(f"--classifier {folder}: no classifier there (no adapter.safetensors); "
+                         "give the --out folder of `nlgbias train-regard`")
+    module, cls = REGISTRY[scorer].split(":")
+    return getattr(importlib.import_module(module), cls)(folder)
+
+
 def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
-               masks: Sequence[str] = ()) -> dict[str, int]:
+               masks: Sequence[str] = (), classifier: str | Path | None = None) -> dict[str, int]:
     """Score one text per line of ``input_path``; write ``{"text", "label", "scores"}`` per line to ``output_path``.
 
     Each of ``masks`` (a group mention such as ``"The woman"``) is replaced by XYZ before scoring,
-    as the regard classifier expects.  Returns the counts ``texts``, ``truncated`` (longer than
-    the scorer's limit, cut) and ``empty`` (label null).
+    as the regard classifier expects.  ``classifier``: a regard classifier folder of your own
+    (``nlgbias train-regard --out``) instead of the shipped one.  Returns the counts ``texts``,
+    ``truncated`` (longer than the scorer's limit, cut) and ``empty`` (label null).
     """
     from nlgbias.errors import InputError
     from nlgbias.store import write_text
     from nlgbias.text import mask_group
 
     input_path, output_path = Path(input_path), Path(output_path)
-    chosen = get_scorer(scorer)
+    chosen = get_scorer(scorer) if classifier is None else regard_classifier(classifier, scorer=scorer)
     if input_path.is_dir():
         raise InputError(f"--input {input_path}: is a folder; give a file")
     if not input_path.is_file():
@@ -119,4 +134,4 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
 
 
 __all__ = ["LABELS", "SCORE_COLUMNS", "REGISTRY", "Scorer", "ScorerUnavailable", "get_scorer",
-           "list_scorers", "score", "score_file", "three_class"]
+           "list_scorers", "regard_classifier", "score", "score_file", "three_class"]
