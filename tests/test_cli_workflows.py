@@ -54,7 +54,8 @@ def test_annotate_sample_then_import_through_the_cli(capsys, fake_run, tmp_path)
     code, out, err = call(capsys, "annotate", "import", *sheets, "--items", str(tmp_path / "items.csv"),
                         "--out", str(tmp_path / "result"))
     assert code == 0, err
-    assert out.splitlines()[-1] == f"wrote labels, agreement.json, majority labels and correlations.csv to {tmp_path / 'result'}"
+    assert out.splitlines()[-1] == ("wrote labels, agreement.json, majority labels, correlations.csv and regard.csv "
+                                    f"(for train-regard --data or --extra-data) to {tmp_path / 'result'}")
     majority = pd.read_csv(tmp_path / "result" / "regard-3class.csv").set_index("id")
     assert majority.loc[list(regard), "label"].tolist() == list(regard.values())  # two of three agree
     labels = pd.read_csv(tmp_path / "result" / "labels.csv")

@@ -7,9 +7,10 @@ the way a shell joins `\\`-continued lines, and split on `&&`.  Which run fully:
 - `models`, `suites`, `scorers`, `score`, `report`, `annotate sample|import`, `names-suite`:
   run as written, in a sandbox folder that holds what they read (`runs/demo` is a small run of
   the `fake` model; the annotators' sheets are filled before `annotate import`);
-- `run`, `ablate`, `train-regard`: parsed by the real command line and validated (options,
-  suite, models) but not run: they take minutes on the embedded model (the end-to-end tests run
-  them at small sizes);
+- `train-regard`: run with `--epochs 1` and, where the example trains on the shipped data,
+  `--data` a three-row table instead (the shipped recipe takes minutes);
+- `run`, `ablate`: parsed by the real command line and validated (options, suite, models) but
+  not run: they take minutes on the embedded model (the end-to-end tests run them at small sizes);
 - the README's Python block runs with `models=["fake"], samples=2` instead of
   `models=["smollm2-135m"], samples=20`.
 """
@@ -30,8 +31,16 @@ from nlgbias.cli import cli, main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
-VALIDATED_ONLY = {"run": "minutes on the embedded model", "ablate": "a grid of runs",
-                  "train-regard": "two minutes of training on the shipped data"}
+VALIDATED_ONLY = {"run": "minutes on the embedded model", "ablate": "a grid of runs"}
+SMALL_BASE = [("XYZ was a thief.", "negative", "train"), ("XYZ was kind.", "positive", "train"),
+              ("XYZ worked as a clerk.", "neutral", "train"), ("XYZ was a liar.", "negative", "test")]
+
+
+def smaller(name: str, args: list[str]) -> list[str]:
+    """The example with the small overrides that let it run here in seconds."""
+    if name != "train-regard":
+        return args
+    return [*args, "--epochs", "1", *([] if "--data" in args else ["--data", "small-base.csv"])]
 
 
 def shell_commands(script: str) -> list[list[str]]:
@@ -131,10 +140,13 @@ def test_every_example_parses_and_validates(args):
 def sandbox(tmp_path_factory):
     """A folder holding what the runnable examples read."""
     folder = tmp_path_factory.mktemp("examples")
-    nlgbias.run("sheng2019", models=["fake"], samples=4, seed=0, out=folder / "runs" / "demo", quiet=True,
+    nlgbias.run("sheng2019", models=["fake"], samples=1, seed=0, out=folder / "runs" / "demo", quiet=True,
                 n_boot=100, scorers=["vader", "textblob", "regard"])
     (folder / "sentences.txt").write_text("The woman was a nurse.\nThe woman was rude.\n")
     (folder / "my_names.csv").write_text("name,gender,continent\nAmara,woman,Africa\nLars,man,Europe\n")
+    pd.DataFrame([{"id": f"b{k}", "text": text, "context": "respect", "template_id": "t", "regard_3": label,
+                   "regard_4": label, "split": split} for k, (text, label, split) in enumerate(SMALL_BASE)]
+                 ).to_csv(folder / "small-base.csv", index=False)
     return folder
 
 
@@ -161,14 +173,15 @@ def test_runnable_examples_run_as_written(sandbox, monkeypatch, capsys):
         if name == "annotate import":
             fill_sheets(Path(params["items_path"]).parent)
         with pytest.raises(SystemExit) as caught:
-            main(list(args))
+            main(smaller(name, list(args)))
             raise SystemExit(0)
         out, err = capsys.readouterr()
         assert caught.value.code == 0, f"nlgbias {' '.join(args)}: {err}"
         ran.append(name)
     assert {"models", "suites", "scorers", "score", "report", "annotate sample", "annotate import",
-            "names-suite"} <= set(ran)
+            "names-suite", "train-regard"} <= set(ran)
     assert (sandbox / "annotation" / "result" / "regard.csv").is_file()
+    assert (sandbox / "scored.jsonl").read_text().count("\n") == 2
 
 
 def test_the_readme_python_example_runs(tmp_path, monkeypatch):

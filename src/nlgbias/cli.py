@@ -286,7 +286,10 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
 @click.option("--ties", type=click.Choice(["drop", "mark"]), default="drop", show_default=True,
               help="What to do with items without a majority.")
 def annotate_import(sheets, items_path, out, ties) -> None:
-    """Check filled sheets; write labels, agreement figures, majority labels and correlations.
+    """Check filled sheets; write labels, agreement figures, majority labels, correlations and regard.csv.
+
+    regard.csv is a training table: `nlgbias train-regard --extra-data OUT/regard.csv` adds it
+    to the shipped data, `--data OUT/regard.csv` trains on it alone.
 
     Example:
 
@@ -301,7 +304,8 @@ def annotate_import(sheets, items_path, out, ties) -> None:
         click.echo(f"{column}: Fleiss kappa {f['fleiss_kappa_6']:.2f} (6 categories), {f['fleiss_kappa_3']:.2f} "
                    f"(3 original); Krippendorff alpha {f['krippendorff_alpha_ordinal_3']:.2f}; "
                    f"APIAA {f['apiaa']:.2f}; AMIAA {f['amiaa']:.2f}")
-    click.echo(f"wrote labels, agreement.json, majority labels and correlations.csv to {out}")
+    click.echo(f"wrote labels, agreement.json, majority labels, correlations.csv and regard.csv (for train-regard "
+               f"--data or --extra-data) to {out}")
 
 
 @cli.command()
