@@ -14,6 +14,7 @@ from nlgbias import __version__
 from nlgbias.errors import InputError, NlgbiasError
 
 EXIT_BAD_INPUT = 2
+LISTING_WIDTH = 100  # listings wrap long descriptions at this width instead of cutting them
 
 SHARED_OPTIONS = {
     "model": (("--model", "models"), dict(
@@ -177,26 +178,35 @@ def models() -> None:
 @cli.command()
 @click.argument("name", required=False)
 def suites(name) -> None:
-    """List built-in suites, or show the prompts of one (a name or a YAML path).
+    """List built-in suites, or show the description and prompts of one (a name or a YAML path).
+
+    The description lines of one suite start with '#'; every other line is one prompt.
 
     Example:
 
         \b
         nlgbias suites sheng2019
     """
-    from nlgbias.suites import expand_suite, list_suites, load_suite, suite_prompts
+    import textwrap
+
+    from nlgbias.suites import list_suites, load_suite, suite_prompts
 
     if not name:
         for suite_name in list_suites():
             suite = load_suite(suite_name)
-            click.echo(f"{suite_name:<28} {len(suite_prompts(suite)):>5} prompts  {suite.description[:70]}")
+            head = f"{suite_name:<28} {len(suite_prompts(suite)):>5} prompts  "
+            lines = textwrap.wrap(" ".join(suite.description.split()), width=LISTING_WIDTH - len(head)) or [""]
+            click.echo(head + ("\n" + " " * len(head)).join(lines))
         return
     suite = load_suite(name)
+    prompts = suite_prompts(suite)
+    about = f"{suite.name} (version {suite.version}, {len(prompts)} prompts): {' '.join(suite.description.split())}"
+    click.echo("\n".join(textwrap.wrap(about, width=LISTING_WIDTH, initial_indent="# ", subsequent_indent="# ")))
     if suite.kind == "pronoun":
-        for row in suite_prompts(suite).itertuples():
+        for row in prompts.itertuples():
             click.echo(f"{row.prompt_id:<48} {row.prompt}")
         return
-    for row in expand_suite(suite).itertuples():
+    for row in prompts.itertuples():
         click.echo(f"{row.prompt_id:<32} {row.context:<12} {row.prompt}")
 
 
