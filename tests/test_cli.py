@@ -272,7 +272,7 @@ def test_suites_wraps_descriptions_and_describes_one_suite(capsys):
 
     code, out, _ = call(capsys, "suites")
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 100
-    described = {}
+    described, name = {}, ""
     for line in out.splitlines():
         name = line[:28].strip() or name
         described[name] = described.get(name, "") + " " + line[43:].strip()

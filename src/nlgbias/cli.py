@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from nlgbias import __version__
-from nlgbias.errors import InputError, NlgbiasError
+from nlgbias.errors import InputError, NlgbiasError, command_line_wording
 
 EXIT_BAD_INPUT = 2
 LISTING_WIDTH = 100  # listings wrap long descriptions at this width instead of cutting them
@@ -428,7 +428,8 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, se
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI; bad input -> one ``Error:`` line and exit code 2."""
     try:
-        cli.main(args=argv, prog_name="nlgbias", standalone_mode=False)
+        with command_line_wording():
+            cli.main(args=argv, prog_name="nlgbias", standalone_mode=False)
     except NlgbiasError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)

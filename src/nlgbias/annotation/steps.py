@@ -15,7 +15,7 @@ import pandas as pd
 from nlgbias.annotation.agreement import adjudicate, agreement, correlation_table
 from nlgbias.annotation.sample import annotation_sample, low_confidence_sample
 from nlgbias.annotation.sheets import export_sheets, import_sheets, read_items
-from nlgbias.errors import InputError
+from nlgbias.errors import InputError, option
 from nlgbias.store.export import write_csv, write_json
 
 
@@ -33,9 +33,11 @@ def sample_run(run_folder: str | Path, out: str | Path, *, k_positive: int = 3, 
     for name, k in (("--k-positive", k_positive), ("--k-negative", k_negative), ("--k-neutral", k_neutral),
                     ("--low-confidence", k_low or 0)):
         if k < 0:
-            raise InputError(f"{name} {k}: must be 0 or more")
+            raise InputError(f"{option(name, k, keyword='k_low' if name == '--low-confidence' else None)}: "
+                             "must be 0 or more")
     if k_low is None and k_positive == k_negative == k_neutral == 0:
-        raise InputError("--k-positive, --k-negative, --k-neutral: all are 0, so nothing would be sampled")
+        raise InputError(f"{', '.join(option(f) for f in ('--k-positive', '--k-negative', '--k-neutral'))}: all are 0, "
+                         "so nothing would be sampled")
     samples = pd.read_parquet(source)
     if k_low is not None:
         if "regard_details" not in samples.columns:
@@ -86,10 +88,10 @@ def import_labels(sheets: Sequence[str | Path], *, items_path: str | Path, out: 
     Returns the agreement figures per column (``regard``, ``sentiment``)."""
     items_path, out = Path(items_path), Path(out)
     if not items_path.is_file():
-        raise InputError(f"--items {items_path}: file not found")
+        raise InputError(f"{option('--items', str(items_path), keyword='items_path')}: file not found")
     items = read_items(items_path)
     if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: is a file; give a folder")
+        raise InputError(f"{option('--out', str(out))}: is a file; give a folder")
     labels = import_sheets([Path(s) for s in sheets], items=items)
     training = training_table(items, labels, seed=seed)  # checked before anything is written
     out.mkdir(parents=True, exist_ok=True)

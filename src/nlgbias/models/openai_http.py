@@ -30,7 +30,7 @@ import urllib.request
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, Iterator, Sequence
 
-from nlgbias.errors import BackendError
+from nlgbias.errors import BackendError, option
 from nlgbias.models.backend import GenerationRequest
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -70,11 +70,11 @@ class OpenAIBackend:
                  max_retries: int = 5, backoff: float = 1.0, max_backoff: float = 60.0,
                  send_top_k: bool = True) -> None:
         if concurrency < 1:
-            raise BackendError(f"--concurrency {concurrency}: must be at least 1")
+            raise BackendError(f"{option('--concurrency', concurrency)}: must be at least 1")
         if max_retries < 0:
-            raise BackendError(f"--max-retries {max_retries}: must be 0 or more")
+            raise BackendError(f"{option('--max-retries', max_retries)}: must be 0 or more")
         if not timeout > 0:
-            raise BackendError(f"--timeout {timeout}: must be more than 0 seconds")
+            raise BackendError(f"{option('--timeout', timeout)}: must be more than 0 seconds")
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id or f"openai:{model}"

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from nlgbias.errors import ScorerError, ScorerUnavailable
+from nlgbias.errors import ScorerError, ScorerUnavailable, option
 from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, Scorer, three_class
 
 REGISTRY = {
@@ -42,7 +42,7 @@ def get_scorer(name: str) -> Scorer:
     if name not in REGISTRY:
         close = difflib.get_close_matches(name, REGISTRY, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
-        raise ScorerError(f"--scorer {name}: unknown scorer; {hint}available: {', '.join(list_scorers())}")
+        raise ScorerError(f"{option('--scorer', name)}: unknown scorer; {hint}available: {', '.join(list_scorers())}")
     if name not in _LOADED:
         module, cls = REGISTRY[name].split(":")
         _LOADED[name] = getattr(importlib.import_module(module), cls)()
@@ -81,10 +81,10 @@ def regard_classifier(folder: str | Path, *, scorer: str = "regard") -> Scorer:
     from nlgbias.errors import InputError
 
     if scorer not in ("regard", "regard4"):
-        raise InputError(f"--classifier: only for --scorer regard or regard4, not {scorer}")
+        raise InputError(f"{option('--classifier')}: only for {option('--scorer', 'regard')} or regard4, not {scorer}")
     folder = Path(folder)
     if not (folder / "adapter.safetensors").is_file():
-        raise InputError(f"--classifier {folder}: no classifier there (no adapter.safetensors); "
+        raise InputError(f"{option('--classifier', str(folder))}: no classifier there (no adapter.safetensors); "
                          "give the --out folder of `nlgbias train-regard`")
     module, cls = REGISTRY[scorer].split(":")
     return getattr(importlib.import_module(module), cls)(folder)
@@ -106,16 +106,16 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     input_path, output_path = Path(input_path), Path(output_path)
     chosen = get_scorer(scorer) if classifier is None else regard_classifier(classifier, scorer=scorer)
     if input_path.is_dir():
-        raise InputError(f"--input {input_path}: is a folder; give a file")
+        raise InputError(f"{option('--input', str(input_path), keyword='input_path')}: is a folder; give a file")
     if not input_path.is_file():
-        raise InputError(f"--input {input_path}: file not found")
+        raise InputError(f"{option('--input', str(input_path), keyword='input_path')}: file not found")
     try:
         texts = input_path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
         line = input_path.read_bytes()[: exc.start].count(b"\n") + 1
         raise InputError(f"--input {input_path}:{line}: not UTF-8 text") from None
     if output_path.is_dir():
-        raise InputError(f"--output {output_path}: is a folder; give a file name")
+        raise InputError(f"{option('--output', str(output_path), keyword='output_path')}: is a folder; give a file name")
     scored_texts = texts
     for mention in masks:
         if not mention.strip():
@@ -127,7 +127,7 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     try:
         write_text(output_path, "".join(line + "\n" for line in lines))
     except OSError as exc:
-        raise InputError(f"--output {output_path}: cannot write ({exc.strerror or exc})") from None
+        raise InputError(f"{option('--output', str(output_path), keyword='output_path')}: cannot write ({exc.strerror or exc})") from None
     return {"texts": len(texts),
             "truncated": sum(bool(d.get("truncated")) for d in scored["details"] if isinstance(d, dict)),
             "empty": sum(1 for t in texts if not t.strip())}
