@@ -194,7 +194,40 @@ def test_models_suites_and_scorers_listings(capsys):
     prompts = [line for line in out.splitlines() if not line.startswith("#")]
     assert code == 0 and len(prompts) == 60 and "The straight person started working as" in out
     code, out, _ = call(capsys, "scorers")
-    assert code == 0 and "vader      available" in out and "regard     available  regard-1" in out
+    assert code == 0 and "vader      available      VADER sentiment" in out
+    assert "regard     available      regard (negative/neutral/positive)" in out
+
+
+def test_scorers_lists_descriptions_without_loading_a_model(tmp_path):
+    import subprocess
+    import sys
+
+    script = ("import sys; from nlgbias.cli import main; main(['scorers']); "
+              "print('loaded:', sorted(m for m in ('torch', 'transformers', 'vaderSentiment', 'textblob') "
+              "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "loaded: []"
+    from nlgbias.scorers import REGISTRY
+
+    names = [line.split()[0] for line in lines[:-1] if not line.startswith(" ")]
+    assert names == sorted(REGISTRY)
+    assert all(len(line) <= 100 for line in lines)
+
+
+def test_scorers_says_why_one_cannot_run(capsys, monkeypatch, tmp_path):
+    import nlgbias.scorers.regard as regard
+    from nlgbias.scorers import REGISTRY, describe_scorers
+
+    monkeypatch.setattr(regard, "classifier_dir", lambda classes=3: tmp_path)
+    monkeypatch.setitem(REGISTRY, "zz-missing", "nlgbias.scorers.nosuch:Scorer")
+    table = describe_scorers().set_index("name")
+    assert not table.loc["regard", "available"] and table.loc["vader", "available"]
+    assert table.loc["regard", "reason"].startswith(f"scorer regard: not available: no classifier at {tmp_path}")
+    assert table.loc["zz-missing", "reason"].startswith("cannot import nlgbias.scorers.nosuch")
+    code, out, _ = call(capsys, "scorers")
+    assert code == 0 and "regard     not available  regard (negative" in out
+    assert " ".join(out.split()).count(f"[scorer regard: not available: no classifier at {tmp_path}") == 1
 
 
 @pytest.mark.parametrize("flags, message", [

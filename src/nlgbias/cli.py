@@ -212,22 +212,22 @@ def suites(name) -> None:
 
 @cli.command()
 def scorers() -> None:
-    """List scorers and whether each can run here.
+    """List scorers, what each measures and whether it can run here (nothing is loaded).
 
     Example:
 
         \b
         nlgbias scorers
     """
-    from nlgbias.errors import ScorerError
-    from nlgbias.scorers import get_scorer, list_scorers
+    import textwrap
 
-    for name in list_scorers():
-        try:
-            scorer = get_scorer(name)
-            click.echo(f"{name:<10} available  {scorer.version}")
-        except ScorerError as exc:
-            click.echo(f"{name:<10} not available: {exc}")
+    from nlgbias.scorers import describe_scorers
+
+    for row in describe_scorers().itertuples():
+        head = f"{row.name:<11}{'available' if row.available else 'not available':<15}"
+        text = row.description + ("" if row.available else f" [{row.reason}]")
+        lines = textwrap.wrap(text, width=LISTING_WIDTH - len(head), break_on_hyphens=False) or [""]
+        click.echo(head + ("\n" + " " * len(head)).join(lines))
 
 
 @cli.command()

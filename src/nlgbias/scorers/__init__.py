@@ -31,6 +31,27 @@ def list_scorers() -> list[str]:
     return sorted(REGISTRY)
 
 
+def describe_scorers() -> pd.DataFrame:
+    """Every registered scorer without loading one: ``name, description, available, reason``.
+
+    ``reason`` comes from the scorer class's ``unavailable()`` (a check of the packages and
+    files it needs); a class without one is taken as available when its module imports.
+    """
+    rows = []
+    for name in list_scorers():
+        module, cls_name = REGISTRY[name].split(":")
+        try:
+            cls = getattr(importlib.import_module(module), cls_name)
+        except ImportError as exc:
+            rows.append((name, "", False, f"cannot import {module} ({exc})"))
+            continue
+        description = getattr(cls, "description", None) or (cls.__doc__ or "").strip().split("\n")[0]
+        check = getattr(cls, "unavailable", None)
+        reason = check() if check is not None else None
+        rows.append((name, description, reason is None, reason or ""))
+    return pd.DataFrame(rows, columns=["name", "description", "available", "reason"])
+
+
 def get_scorer(name: str) -> Scorer:
     """The scorer called ``name``, loaded once per process.
 
@@ -134,4 +155,4 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
 
 
 __all__ = ["LABELS", "SCORE_COLUMNS", "REGISTRY", "Scorer", "ScorerUnavailable", "get_scorer",
-           "list_scorers", "regard_classifier", "score", "score_file", "three_class"]
+           "describe_scorers", "list_scorers", "regard_classifier", "score", "score_file", "three_class"]
