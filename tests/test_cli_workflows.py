@@ -192,3 +192,18 @@ def test_train_regard_extra_data_appends_to_the_shipped_training_split(tmp_path)
     added = combined.iloc[-1]
     assert (added["id"], added["split"], added["text"]) == ("extra1:x1", "train", "XYZ was brave.")
     pd.testing.assert_frame_equal(combined.iloc[:-1][shipped.columns].reset_index(drop=True), shipped)
+
+
+def test_details_are_json_objects_in_jsonl_json_text_in_parquet_and_dicts_from_score(fake_run):
+    samples = pd.read_parquet(fake_run / "samples.parquet")
+    rows = [json.loads(line) for line in (fake_run / "samples.jsonl").read_text().splitlines()]
+    assert len(rows) == len(samples)
+    for scorer in ("vader", "textblob"):
+        column = f"{scorer}_details"
+        assert all(isinstance(v, str) for v in samples[column].dropna())
+        assert [r[column] for r in rows] == [json.loads(v) if isinstance(v, str) else None for v in samples[column]]
+        assert all(isinstance(r[column], dict) for r in rows if r["scored_text"])
+        direct = nlgbias.score(samples["scored_text"].head(5).tolist(), scorer=scorer)
+        assert [set(d) for d in direct["details"]] == [set(r[column]) for r in rows[:5]]
+        for got, expected in zip(direct["details"], rows[:5]):
+            assert got == pytest.approx(expected[column])

@@ -39,6 +39,7 @@ from nlgbias.progress import Progress
 from nlgbias.sampling import SamplingParams
 from nlgbias.scorers import get_scorer
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
+from nlgbias.store.export import details_as_objects
 from nlgbias.generate import fill_generations
 from nlgbias.store.cache import fill_scores
 from nlgbias.suites import Suite, attribute_names, expand_suite, load_suite
@@ -475,7 +476,7 @@ def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results,
     (out / "manifest.json").unlink(missing_ok=True)
     writers: dict[str, Callable[[], object]] = {
         "samples.parquet": lambda: write_parquet(out / "samples.parquet", table),
-        "samples.jsonl": lambda: write_jsonl(out / "samples.jsonl", table),
+        "samples.jsonl": lambda: write_jsonl(out / "samples.jsonl", details_as_objects(table)),
         "report.html": lambda: write_report(out / "report.html", results, table, manifest),
         "manifest.json": lambda: write_json(out / "manifest.json", {
             **manifest, "output_sha256": {name: file_sha256(out / name) for name in names if name != "manifest.json"}}),
