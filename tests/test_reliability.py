@@ -221,7 +221,8 @@ def test_the_library_refuses_it_too(tmp_path):
     from nlgbias.errors import StoreError
 
     (tmp_path / "store.sqlite").write_bytes(b"")
-    with pytest.raises(StoreError, match="the run store is empty"):
+    with pytest.raises(StoreError, match=r"the run store is empty .* rerun with force=True to start over in this "
+                                         r"folder, or give a new out=$"):
         nlgbias.run("sheng2019", models=["fake"], samples=1, scorers=["vader"], out=tmp_path, quiet=True)
 
 

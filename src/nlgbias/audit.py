@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from nlgbias.analyses import REGISTRY, AnalysisOptions, RunTables, run_analyses
-from nlgbias.errors import InputError, ScorerUnavailable, StoreError, option
+from nlgbias.errors import InputError, ScorerUnavailable, StoreError, command_line, option
 from nlgbias.keys import config_id, text_hash
 from nlgbias.metrics import Results
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
@@ -388,7 +388,7 @@ def prepare_out(out: str | Path, *, force: bool = False) -> Path:
     if store.is_file() and store.stat().st_size == 0:
         if not force:
             raise StoreError(f"{store}: the run store is empty (0 bytes), so whatever it held is gone; "
-                             f"rerun with {option('--force', True)} to start over in this folder, or give a new "
+                             f"rerun with {'--force' if command_line() else 'force=True'} to start over in this folder, or give a new "
                              f"{option('--out')}")
         for name in ("store.sqlite", "store.sqlite-wal", "store.sqlite-shm", "manifest.json"):
             (out / name).unlink(missing_ok=True)
