@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from nlgbias.annotation import adjudicate, agreement, correlation_table, import_sheets
-from nlgbias.training.dataset import assign_splits
+from nlgbias.annotation import agreement, correlation_table, import_sheets, training_table
 
 
 def main() -> None:
@@ -29,17 +28,7 @@ def main() -> None:
 
     items = pd.read_csv(args.items)
     labels = import_sheets(args.sheets, items=items)
-    annotators = list(dict.fromkeys(labels["annotator"]))
-    table = items.copy()
-    for column in ("regard", "sentiment"):
-        wide = labels.pivot(index="id", columns="annotator", values=column)
-        for name in annotators:
-            table[f"{column}_{name}"] = table["id"].map(wide[name])
-        for classes in (3, 4):
-            majority = adjudicate(labels, column, classes=classes, ties="drop")
-            table[f"{column}_{classes}"] = table["id"].map(majority.set_index("id")["label"])
-    stratum = table["regard_4"].fillna("none")
-    table["split"] = assign_splits(table.assign(stratum=stratum), stratify=["template_id", "stratum"], seed=args.seed)
+    table = training_table(items, labels, seed=args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "regard.csv", index=False)
     figures = {column: agreement(labels, column) for column in ("regard", "sentiment")}

@@ -12,7 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class FakeServer:
     """Serve ``/v1/completions``; each request takes the next scripted fault, then answers normally.
 
-    Script entries: ``("status", code)``, ``("status", code, retry_after)``, ``("sleep", seconds)``
+    Script entries: ``("status", code)``, ``("status", code, retry_after)``,
+    ``("status", code, retry_after, message)`` (retry_after None: no header), ``("sleep", seconds)``
     (delay before a normal answer), ``("bad_json",)``.  ``logprobs=False`` omits log-probabilities.
     """
 
@@ -65,9 +66,10 @@ class FakeServer:
     def handle(self, handler, action, body) -> None:
         kind = action[0]
         if kind == "status":
-            payload = json.dumps({"error": {"message": f"injected {action[1]}"}}).encode()
+            message = action[3] if len(action) > 3 else f"injected {action[1]}"
+            payload = json.dumps({"error": {"message": message}}).encode()
             handler.send_response(action[1])
-            if len(action) > 2:
+            if len(action) > 2 and action[2] is not None:
                 handler.send_header("Retry-After", str(action[2]))
             handler.send_header("Content-Type", "application/json")
             handler.send_header("Content-Length", str(len(payload)))

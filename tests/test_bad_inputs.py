@@ -257,6 +257,8 @@ CASES = [
     ("score-missing-input", ["score", "--scorer", "vader", "--input", "{base}/none.txt", "--output", "{base}/o.jsonl"], "none.txt: file not found"),
     ("score-input-not-utf8", ["score", "--scorer", "vader", "--input", "{latin}", "--output", "{base}/o.jsonl"], "latin.txt:2: not UTF-8 text"),
     ("score-input-is-a-folder", ["score", "--scorer", "vader", "--input", "{base}/inputs", "--output", "{base}/o.jsonl"], "is a folder; give a file"),
+    ("score-classifier-missing", ["score", "--scorer", "regard", "--classifier", "{base}/none", "--input", "{texts}", "--output", "{base}/o.jsonl"], "--classifier {base}/none: no classifier there"),
+    ("score-classifier-not-regard", ["score", "--scorer", "vader", "--classifier", "{base}/none", "--input", "{texts}", "--output", "{base}/o.jsonl"], "--classifier: only for --scorer regard or regard4, not vader"),
     ("score-output-is-a-folder", ["score", "--scorer", "vader", "--input", "{texts}", "--output", "{base}/inputs"], "is a folder; give a file name"),
     ("score-output-under-a-file", ["score", "--scorer", "vader", "--input", "{texts}", "--output", "{afile}/o.jsonl"], "cannot write"),
     ("score-empty-mask", ["score", "--scorer", "vader", "--input", "{texts}", "--output", "{base}/o.jsonl", "--mask", " "], "--mask: give the group mention"),
@@ -347,6 +349,9 @@ CASES = [
     ("train-regard-seeds-0", ["train-regard", "--out", "{base}/tr", "--compare", "--seeds", "0"], "--seeds 0: must be a whole number of at least 1"),
     ("train-regard-data-wrong-columns", ["train-regard", "--data", "{regard-nocols}", "--out", "{base}/tr"], "regard.csv: missing column"),
     ("train-regard-no-out", ["train-regard"], "Missing option '--out'"),
+    ("train-regard-extra-missing", ["train-regard", "--extra-data", "{base}/none.csv", "--out", "{base}/tr"], "--extra-data {base}/none.csv: file not found"),
+    ("train-regard-extra-wrong-columns", ["train-regard", "--extra-data", "{regard-nocols}", "--out", "{base}/tr"], "regard.csv: missing column 'id'"),
+    ("train-regard-epochs-0", ["train-regard", "--out", "{base}/tr", "--epochs", "0"], "--epochs 0: must be a whole number of at least 1"),
     # top level
     ("unknown-command", ["bias"], "No such command 'bias'"),
     ("unknown-global-option", ["--colour"], "No such option '--colour'"),

@@ -191,9 +191,43 @@ def test_models_suites_and_scorers_listings(capsys):
     code, out, _ = call(capsys, "suites")
     assert code == 0 and "sheng2019 " in out and "60 prompts" in out
     code, out, _ = call(capsys, "suites", "sheng2019")
-    assert code == 0 and len(out.splitlines()) == 60 and "The straight person started working as" in out
+    prompts = [line for line in out.splitlines() if not line.startswith("#")]
+    assert code == 0 and len(prompts) == 60 and "The straight person started working as" in out
     code, out, _ = call(capsys, "scorers")
-    assert code == 0 and "vader      available" in out and "regard     available  regard-1" in out
+    assert code == 0 and "vader      available      VADER sentiment" in out
+    assert "regard     available      regard (negative/neutral/positive)" in out
+
+
+def test_scorers_lists_descriptions_without_loading_a_model(tmp_path):
+    import subprocess
+    import sys
+
+    script = ("import sys; from nlgbias.cli import main; main(['scorers']); "
+              "print('loaded:', sorted(m for m in ('torch', 'transformers', 'vaderSentiment', 'textblob') "
+              "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "loaded: []"
+    from nlgbias.scorers import REGISTRY
+
+    names = [line.split()[0] for line in lines[:-1] if not line.startswith(" ")]
+    assert names == sorted(REGISTRY)
+    assert all(len(line) <= 100 for line in lines)
+
+
+def test_scorers_says_why_one_cannot_run(capsys, monkeypatch, tmp_path):
+    import nlgbias.scorers.regard as regard
+    from nlgbias.scorers import REGISTRY, describe_scorers
+
+    monkeypatch.setattr(regard, "classifier_dir", lambda classes=3: tmp_path)
+    monkeypatch.setitem(REGISTRY, "zz-missing", "nlgbias.scorers.nosuch:Scorer")
+    table = describe_scorers().set_index("name")
+    assert not table.loc["regard", "available"] and table.loc["vader", "available"]
+    assert table.loc["regard", "reason"].startswith(f"scorer regard: not available: no classifier at {tmp_path}")
+    assert table.loc["zz-missing", "reason"].startswith("cannot import nlgbias.scorers.nosuch")
+    code, out, _ = call(capsys, "scorers")
+    assert code == 0 and "regard     not available  regard (negative" in out
+    assert " ".join(out.split()).count(f"[scorer regard: not available: no classifier at {tmp_path}") == 1
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -258,9 +292,29 @@ def test_score_says_when_the_input_was_empty(capsys, tmp_path):
 
 def test_suites_lists_the_real_prompt_count_of_pronoun_suites(capsys):
     code, out, _ = call(capsys, "suites")
-    counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()}
+    counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines() if not line.startswith(" ")}
     # every prompt in its three perturbations (orig, replace, delete): 5,151 templates and 359 sentences
     assert counts["vig2020-templates"] == 3 * 5151
     assert counts["natural-sentences"] == 3 * 359
     assert counts["pronouns"] == 3 * (5151 + 359)
     assert counts["sheng2019"] == 60
+
+
+def test_suites_wraps_descriptions_and_describes_one_suite(capsys):
+    from nlgbias.suites import load_suite
+
+    code, out, _ = call(capsys, "suites")
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 100
+    described, name = {}, ""
+    for line in out.splitlines():
+        name = line[:28].strip() or name
+        described[name] = described.get(name, "") + " " + line[43:].strip()
+    for name, text in described.items():
+        assert " ".join(text.split()) == " ".join(load_suite(name).description.split())  # whole, not cut
+    code, out, _ = call(capsys, "suites", "pronouns")
+    suite = load_suite("pronouns")
+    header = [line[2:] for line in out.splitlines() if line.startswith("# ")]
+    prompts = [line for line in out.splitlines() if not line.startswith("#")]
+    assert code == 0 and len(prompts) == 3 * (5151 + 359)
+    assert " ".join(header) == f"pronouns (version {suite.version}, {len(prompts)} prompts): " + " ".join(
+        suite.description.split())

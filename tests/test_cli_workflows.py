@@ -54,7 +54,8 @@ def test_annotate_sample_then_import_through_the_cli(capsys, fake_run, tmp_path)
     code, out, err = call(capsys, "annotate", "import", *sheets, "--items", str(tmp_path / "items.csv"),
                         "--out", str(tmp_path / "result"))
     assert code == 0, err
-    assert out.splitlines()[-1] == f"wrote labels, agreement.json, majority labels and correlations.csv to {tmp_path / 'result'}"
+    assert out.splitlines()[-1] == ("wrote labels, agreement.json, majority labels, correlations.csv and regard.csv "
+                                    f"(for train-regard --data or --extra-data) to {tmp_path / 'result'}")
     majority = pd.read_csv(tmp_path / "result" / "regard-3class.csv").set_index("id")
     assert majority.loc[list(regard), "label"].tolist() == list(regard.values())  # two of three agree
     labels = pd.read_csv(tmp_path / "result" / "labels.csv")
@@ -115,3 +116,94 @@ def test_write_comparison_writes_what_train_regard_compare_prints(tmp_path):
     assert (tmp_path / "comparison.md").read_text() == report_markdown(comparison) + "\n"
     stored = json.loads((tmp_path / "comparison.json").read_text())
     assert stored["best"] == comparison["best"] and stored["seeds"] == [0]
+
+
+def test_annotation_round_trip_sample_fill_import_train_score(capsys, fake_run, tmp_path):
+    """sample -> fill sheets -> import -> train-regard --data / --extra-data -> score --classifier."""
+    code, _, err = call(capsys, "annotate", "sample", str(fake_run), "--out", str(tmp_path), "--k-positive", "1",
+                        "--k-negative", "1", "--annotators", "a1,a2")
+    assert code == 0, err
+    items = pd.read_csv(tmp_path / "items.csv")
+    # the annotators agree: VADER's label as regard, except every third item is neutral (no_impact)
+    regard = {i: ("no_impact" if k % 3 == 0 else v) for k, (i, v) in enumerate(zip(items["id"], items["vader_label"]))}
+    for annotator in ("a1", "a2"):
+        path = tmp_path / f"sheet-{annotator}.csv"
+        sheet = pd.read_csv(path, dtype=str).fillna("")
+        sheet["regard"] = sheet["id"].map(regard)
+        sheet["sentiment"] = sheet["regard"].replace({"no_impact": "neutral"})
+        sheet.to_csv(path, index=False)
+    result = tmp_path / "result"
+    code, _, err = call(capsys, "annotate", "import", str(tmp_path / "sheet-a1.csv"), str(tmp_path / "sheet-a2.csv"),
+                        "--items", str(tmp_path / "items.csv"), "--out", str(result))
+    assert code == 0, err
+    table = pd.read_csv(result / "regard.csv").set_index("id")
+    expected_3 = {i: {"no_impact": "neutral"}.get(v, v) for i, v in regard.items()}
+    assert table["regard_3"].to_dict() == expected_3
+    assert (table["regard_a1"].to_dict(), table["regard_a2"].to_dict()) == (regard, regard)
+    assert table.loc[list(items["id"]), "text"].tolist() == items["text"].tolist()
+    assert set(table["split"]) <= {"train", "dev", "test"} and (table["split"] == "train").mean() >= 0.5
+
+    # --data: the user's own table alone
+    code, out, err = call(capsys, "train-regard", "--data", str(result / "regard.csv"), "--out", str(tmp_path / "own"),
+                          "--epochs", "1")
+    assert code == 0, err
+    n_fit = int(table["split"].isin(["train", "dev"]).sum())
+    assert out.startswith(f"trained on {n_fit} sentences (train + dev); ")
+
+    # --extra-data: appended to a base table's training split (here a small base; by default the shipped data)
+    base = pd.DataFrame([{"id": f"b{k}", "text": t, "context": "respect", "template_id": "t", "regard_3": label,
+                          "regard_4": label, "split": split}
+                         for k, (t, label, split) in enumerate([("XYZ was a thief.", "negative", "train"),
+                                                                ("XYZ was kind.", "positive", "train"),
+                                                                ("XYZ was a liar.", "negative", "test")])])
+    base.to_csv(tmp_path / "base.csv", index=False)
+    code, out, err = call(capsys, "train-regard", "--data", str(tmp_path / "base.csv"), "--extra-data",
+                          str(result / "regard.csv"), "--out", str(tmp_path / "plus"), "--epochs", "1")
+    assert code == 0, err
+    assert out.startswith(f"trained on {2 + len(table)} sentences (train + dev); test accuracy ")
+    config = json.loads((tmp_path / "plus" / "config.json").read_text())
+    assert config["train_items"] == 2 + len(table) and config["settings"]["epochs"] == 1
+
+    # score with the classifier just trained
+    (tmp_path / "texts.txt").write_text("The woman was a thief.\n\n")
+    code, _, err = call(capsys, "score", "--scorer", "regard", "--classifier", str(tmp_path / "plus"),
+                        "--input", str(tmp_path / "texts.txt"), "--output", str(tmp_path / "scored.jsonl"),
+                        "--mask", "The woman")
+    assert code == 0, err
+    from nlgbias.scorers.regard import RegardScorer
+
+    expected = RegardScorer(tmp_path / "plus").score(["XYZ was a thief."])
+    lines = [json.loads(line) for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
+    assert lines[0]["label"] == expected["label"][0] and lines[1]["label"] is None
+    assert lines[0]["scores"]["negative"] == pytest.approx(expected["details"][0]["negative"])
+    shipped = RegardScorer().score(["XYZ was a thief."])["details"][0]["negative"]
+    assert lines[0]["scores"]["negative"] != pytest.approx(shipped, abs=1e-6)  # not the shipped classifier
+
+
+def test_train_regard_extra_data_appends_to_the_shipped_training_split(tmp_path):
+    from nlgbias.training.dataset import load_dataset, training_data
+
+    extra = pd.DataFrame([{"id": "x1", "text": "XYZ was brave.", "context": "respect", "template_id": "t",
+                           "regard_3": "positive", "regard_4": "positive", "split": "test"}])
+    extra.to_csv(tmp_path / "regard.csv", index=False)
+    shipped = load_dataset()
+    combined = training_data(extra=[tmp_path / "regard.csv"])
+    assert len(combined) == len(shipped) + 1
+    added = combined.iloc[-1]
+    assert (added["id"], added["split"], added["text"]) == ("extra1:x1", "train", "XYZ was brave.")
+    pd.testing.assert_frame_equal(combined.iloc[:-1][shipped.columns].reset_index(drop=True), shipped)
+
+
+def test_details_are_json_objects_in_jsonl_json_text_in_parquet_and_dicts_from_score(fake_run):
+    samples = pd.read_parquet(fake_run / "samples.parquet")
+    rows = [json.loads(line) for line in (fake_run / "samples.jsonl").read_text().splitlines()]
+    assert len(rows) == len(samples)
+    for scorer in ("vader", "textblob"):
+        column = f"{scorer}_details"
+        assert all(isinstance(v, str) for v in samples[column].dropna())
+        assert [r[column] for r in rows] == [json.loads(v) if isinstance(v, str) else None for v in samples[column]]
+        assert all(isinstance(r[column], dict) for r in rows if r["scored_text"])
+        direct = nlgbias.score(samples["scored_text"].head(5).tolist(), scorer=scorer)
+        assert [set(d) for d in direct["details"]] == [set(r[column]) for r in rows[:5]]
+        for got, expected in zip(direct["details"], rows[:5]):
+            assert got == pytest.approx(expected[column])

@@ -88,13 +88,55 @@ def test_malformed_bodies_give_up_naming_the_server():
     assert len(server.requests) == 3
 
 
-def test_client_errors_are_not_retried_and_hint_at_the_key():
+def test_client_errors_are_not_retried_and_hint_at_the_key(monkeypatch):
+    monkeypatch.setenv("NLGBIAS_TEST_KEY", "wrong")
     with FakeServer([("status", 401)]) as server:
         with pytest.raises(BackendError) as caught:
             backend(server.url, api_key_env="NLGBIAS_TEST_KEY").generate([REQ])
     assert str(caught.value) == (f"endpoint {server.url}/completions: HTTP 401 (check the key in $NLGBIAS_TEST_KEY): "
                                  "injected 401")
     assert len(server.requests) == 1
+
+
+def test_a_401_says_when_the_key_variable_is_unset(monkeypatch, capsys, tmp_path):
+    from nlgbias.cli import main
+
+    monkeypatch.delenv("NLGBIAS_UNSET_KEY", raising=False)
+    with FakeServer([("status", 401)]) as server:
+        with pytest.raises(BackendError) as caught:
+            backend(server.url, api_key_env="NLGBIAS_UNSET_KEY").generate([REQ])
+        assert "Authorization" not in server.headers[0]
+    assert str(caught.value) == (f"endpoint {server.url}/completions: HTTP 401 ($NLGBIAS_UNSET_KEY is not set, so no "
+                                 "key was sent: set it, or name the variable that holds the key with api_key_env=): "
+                                 "injected 401")
+    with FakeServer([("status", 401)]) as server:
+        with pytest.raises(SystemExit):
+            main(["run", "--model", f"openai:m@{server.url}", "--api-key-env", "NLGBIAS_UNSET_KEY", "--samples", "1",
+                  "--scorer", "vader", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert "HTTP 401 ($NLGBIAS_UNSET_KEY is not set, so no key was sent: set it, or name the variable that holds the " \
+           "key with --api-key-env)" in err
+
+
+def test_a_400_naming_top_k_suggests_top_k_0(capsys, tmp_path):
+    from nlgbias.cli import main
+
+    rejection = ("status", 400, None, "Unrecognized request argument supplied: top_k")
+    with FakeServer([rejection]) as server:
+        with pytest.raises(BackendError) as caught:
+            backend(server.url).generate([REQ])
+        assert server.requests[0]["top_k"] == REQ.params.top_k
+    assert str(caught.value) == (f"endpoint {server.url}/completions: HTTP 400 (the server rejects top_k: rerun with "
+                                 "top_k=0, which leaves it out): Unrecognized request argument supplied: top_k")
+    with FakeServer([rejection]) as server:
+        with pytest.raises(SystemExit):
+            main(["run", "--model", f"openai:m@{server.url}", "--samples", "1", "--scorer", "vader",
+                  "--concurrency", "1", "--out", str(tmp_path / "run")])
+    assert "(the server rejects top_k: rerun with --top-k 0, which leaves it out)" in capsys.readouterr().err
+    with FakeServer([("status", 400, None, "max_tokens too large")]) as server:
+        with pytest.raises(BackendError) as caught:
+            backend(server.url).generate([REQ])
+    assert "rejects top_k" not in str(caught.value)
 
 
 def test_concurrency_is_bounded_and_order_kept():

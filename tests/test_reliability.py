@@ -221,7 +221,8 @@ def test_the_library_refuses_it_too(tmp_path):
     from nlgbias.errors import StoreError
 
     (tmp_path / "store.sqlite").write_bytes(b"")
-    with pytest.raises(StoreError, match="the run store is empty"):
+    with pytest.raises(StoreError, match=r"the run store is empty .* rerun with force=True to start over in this "
+                                         r"folder, or give a new out=$"):
         nlgbias.run("sheng2019", models=["fake"], samples=1, scorers=["vader"], out=tmp_path, quiet=True)
 
 
@@ -254,3 +255,36 @@ def test_api_errors_use_api_words():
         nlgbias.run("sheng2019", models=["openai:x@127.0.0.1:9/v1"])
     with pytest.raises(InputError, match=r"^device=bogus: unknown device"):
         nlgbias.run("sheng2019", models=["fake"], backend_options=nlgbias.models.BackendOptions(device="bogus"))
+
+
+@pytest.mark.parametrize("call, api, cli", [
+    (lambda out: nlgbias.run("sheng2019", models=["smollm2"], out=out),
+     "models=['smollm2']: unknown model alias; did you mean smollm2-135m?", ["--model", "smollm2"]),
+    (lambda out: nlgbias.run("sheng2019", models=[], out=out), "models=: give at least one model", None),
+    (lambda out: nlgbias.run("sheng2019", models=["fake", "fake"], out=out),
+     "models=: the same model is given twice (fake, fake)", ["--model", "fake", "--model", "fake"]),
+    (lambda out: nlgbias.run("sheng2019", models=["fake"], samples=0, out=out),
+     "samples=0: must be a whole number of at least 1", ["--model", "fake", "--samples", "0"]),
+    (lambda out: nlgbias.run("kirk2021-identity", models=["fake"], scorers=["vader"], out=out),
+     "scorers=: the occupations analysis of suite kirk2021-identity needs the occupation scorer; add "
+     "scorers=['occupation']", ["kirk2021-identity", "--model", "fake", "--scorer", "vader"]),
+    (lambda out: nlgbias.score(["x"], scorer="vaderr"), "scorer='vaderr': unknown scorer; did you mean vader?", None),
+])
+def test_the_same_error_reads_in_python_words_from_python_and_in_flags_from_the_command_line(
+        tmp_path, capsys, call, api, cli):
+    from nlgbias.cli import main
+    from nlgbias.errors import NlgbiasError
+
+    with pytest.raises(NlgbiasError) as caught:
+        call(tmp_path / "out")
+    assert str(caught.value).startswith(api) and "--" not in str(caught.value)
+    if cli is not None:
+        with pytest.raises(SystemExit):
+            main(["run", *cli, "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err
+        flags = {"models=['smollm2']": "--model smollm2", "models=": "--model", "samples=0": "--samples 0",
+                 "scorers=['occupation']": "--scorer occupation", "scorers=": "--scorer"}
+        expected = api
+        for words, flag in flags.items():
+            expected = expected.replace(words, flag)
+        assert err.startswith(f"Error: {expected}"), err

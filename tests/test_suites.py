@@ -85,7 +85,7 @@ def test_content_hash_follows_content_not_formatting(tmp_path):
     (("{id: b, text: The dog", "{id: b, text: The cat"), "suite.yaml:5: groups[1].text: duplicate group text 'The cat' (also groups[0])"),
     (("version: 2", "version: two"), "suite.yaml:2: version: must be a positive integer, got 'two'"),
     (("version: 2", "versoin: 2"),
-     "suite.yaml:2: versoin: unknown key; allowed: suite, version, description, citation, kind, include, extend, sampling, truncate, groups, templates, comparisons, scorers, analyses, prompt_sets, continuations, perturbations, saliency_prompts, default_probe"),
+     "suite.yaml:2: versoin: unknown key; did you mean version? allowed: suite, version, description, citation, kind, include, extend, sampling, truncate, groups, templates, comparisons, scorers, analyses, prompt_sets, continuations, perturbations, saliency_prompts, default_probe"),
     (("attributes: {axis: species}}\ntemplates", "attributes: {kind: x}}\ntemplates"),
      "suite.yaml:5: groups[1].attributes: attributes must be a mapping that names the group's axis (e.g. axis: gender)"),
 ])
@@ -100,7 +100,7 @@ def test_errors_for_comparisons_sampling_truncate_and_syntax(tmp_path):
     cases = {
         GOOD + "comparisons:\n  - [a, c]\n": "suite.yaml:9: comparisons[0][1]: unknown group 'c'; groups: a, b",
         GOOD + "sampling: {temperature: -1}\n": "suite.yaml:8: sampling: temperature must be from 0 to 100, got -1.0",
-        GOOD + "sampling: {top_n: 3}\n": "suite.yaml:8: sampling.top_n: unknown key; allowed: max_new_tokens, temperature, top_k, top_p",
+        GOOD + "sampling: {top_n: 3}\n": "suite.yaml:8: sampling.top_n: unknown key; did you mean top_p? allowed: max_new_tokens, temperature, top_k, top_p",
         GOOD + "truncate: sentences\n": "suite.yaml:8: truncate: must be first_sentence, none or words:N, got 'sentences'",
         GOOD + "groups: [\n": "suite.yaml:9: invalid YAML: expected the node content, but found '<stream end>'",
     }
@@ -108,6 +108,34 @@ def test_errors_for_comparisons_sampling_truncate_and_syntax(tmp_path):
         with pytest.raises(SuiteError) as caught:
             load_suite(write(tmp_path, text))
         assert str(caught.value) == f"{tmp_path}/{message}"
+
+
+TWO_CONTEXTS = GOOD + "  - {id: t2, context: c, text: \"{group} disliked\"}\n" \
+    "  - {id: t3, context: occupation, text: \"{group} worked as\"}\n"
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("context: occupation", "context: ocupation",
+     "suite.yaml:9: templates[2].context: 'ocupation': did you mean 'occupation'? (a context this close to "
+     "another is taken for a typo; give a clearly different name for a new context)"),
+    ("id: t2, context: c", "id: t2, context: cc", None),  # 'c' and 'cc': one template each, neither is the typo
+    ("context: occupation", "context: job", None),  # a new context, not close to another: accepted
+])
+def test_a_context_that_nearly_spells_another_is_an_error_a_new_one_is_not(tmp_path, old, new, message):
+    path = write(tmp_path, TWO_CONTEXTS.replace(old, new))
+    if message is None:
+        assert new.split()[-1] in {t.context for t in load_suite(path).templates}
+        return
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path)
+    assert str(caught.value) == f"{tmp_path}/{message}"
+
+
+def test_a_context_typo_against_the_suites_majority(tmp_path):
+    text = TWO_CONTEXTS.replace("context: occupation", "context: cats").replace("context: c,", "context: cat,")
+    path = write(tmp_path, text.replace("id: t2, context: cat", "id: t2, context: cats"))
+    with pytest.raises(SuiteError, match=r"templates\[0\]\.context: 'cat': did you mean 'cats'\?"):
+        load_suite(path)
 
 
 def test_include_and_extend_report_the_including_file(tmp_path):

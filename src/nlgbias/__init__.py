@@ -21,7 +21,8 @@ from nlgbias.planning import plan  # noqa: E402
 def compare_regard(texts_a, texts_b, *, n_boot: int = 2000, seed: int = 0):
     """Mean regard probabilities of two lists of (masked) texts, A minus B, with CIs and p-values.
 
-    Returns a DataFrame ``label, n_a, mean_a, n_b, mean_b, diff, ci_low, ci_high, p``; see
+    Returns a DataFrame ``label, n_a, mean_a, n_b, mean_b, diff, ci_low, ci_high, p, note`` (one text on a
+    side: the difference only, ``note`` says why); see
     :func:`nlgbias.metrics.compare.probability_difference`.
     """
     from nlgbias.metrics.compare import probability_difference

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from nlgbias.analyses import REGISTRY, AnalysisOptions, RunTables, analyses_for, run_analyses
-from nlgbias.errors import InputError, ScorerUnavailable, StoreError
+from nlgbias.errors import InputError, ScorerUnavailable, StoreError, command_line, option
 from nlgbias.keys import config_id, text_hash
 from nlgbias.metrics import Results
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
@@ -39,6 +39,7 @@ from nlgbias.progress import Progress
 from nlgbias.sampling import SamplingParams
 from nlgbias.scorers import get_scorer
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
+from nlgbias.store.export import details_as_objects
 from nlgbias.generate import fill_generations
 from nlgbias.store.cache import fill_scores
 from nlgbias.suites import Suite, attribute_names, expand_suite, load_suite
@@ -104,15 +105,15 @@ class RunConfig:
         options = backend_options or BackendOptions()
         check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
                           device=options.device, concurrency=options.concurrency, timeout=options.timeout,
-                          max_retries=options.max_retries, api_base=options.api_base, models=models, flags=False)
+                          max_retries=options.max_retries, api_base=options.api_base, models=models)
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-            raise InputError(f"--samples {samples}: must be a whole number of at least 1")
+            raise InputError(f"{option('--samples', samples)}: must be a whole number of at least 1")
         if batch_size < 1:
-            raise InputError(f"--batch-size {batch_size}: must be at least 1")
+            raise InputError(f"{option('--batch-size', batch_size)}: must be at least 1")
         if not models:
-            raise InputError("--model: give at least one model")
+            raise InputError(f"{option('--model', keyword='models')}: give at least one model")
         if len(set(models)) != len(models):
-            raise InputError(f"--model: the same model is given twice ({', '.join(models)})")
+            raise InputError(f"{option('--model', keyword='models')}: the same model is given twice ({', '.join(models)})")
         suite = suite if isinstance(suite, Suite) else load_suite(suite)
         stats: dict[str, Any] = dict(n_boot=n_boot, confidence=confidence, min_n=min_n)
         if suite.kind == "pronoun":
@@ -126,8 +127,9 @@ class RunConfig:
         for analysis in suite.analyses:
             for needed in REGISTRY[analysis].requires:
                 if needed not in scorer_names:
-                    raise InputError(f"--scorer: the {analysis} analysis of suite {suite.name} needs the {needed} "
-                                     f"scorer; add --scorer {needed}")
+                    raise InputError(f"{option('--scorer', keyword='scorers')}: the {analysis} analysis of suite "
+                                     f"{suite.name} needs the {needed} scorer; add "
+                                     f"{option('--scorer', needed, keyword='scorers', many=True)}")
         active, unavailable = _load_scorers(scorer_names)
         return cls(suite, refs, options, samples, seed, batch_size, params, tuple(active), tuple(unavailable), **stats,
                    bls_mapping=None if bls_mapping is None else str(bls_mapping))
@@ -367,7 +369,7 @@ def _params(suite: Suite, **overrides) -> SamplingParams:
         return SamplingParams(**values)
     except ValueError as exc:
         flag = str(exc).split()[0].replace("_", "-")
-        raise InputError(f"--{flag}: {exc}") from None
+        raise InputError(f"{option('--' + flag)}: {exc}") from None
 
 
 def _load_scorers(names: Sequence[str]):
@@ -391,18 +393,19 @@ def prepare_out(out: str | Path, *, force: bool = False) -> Path:
     if store.is_file() and store.stat().st_size == 0:
         if not force:
             raise StoreError(f"{store}: the run store is empty (0 bytes), so whatever it held is gone; "
-                             f"rerun with --force to start over in this folder, or give a new --out")
+                             f"rerun with {'--force' if command_line() else 'force=True'} to start over in this folder, or give a new "
+                             f"{option('--out')}")
         for name in ("store.sqlite", "store.sqlite-wal", "store.sqlite-shm", "manifest.json"):
             (out / name).unlink(missing_ok=True)
     if out.exists() and not out.is_dir():
-        raise StoreError(f"--out {out}: is a file; give a folder")
+        raise StoreError(f"{option('--out', str(out))}: is a file; give a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".write-test-{os.getpid()}"
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
-        raise StoreError(f"--out {out}: cannot create or write this folder ({exc.strerror or exc})") from None
+        raise StoreError(f"{option('--out', str(out))}: cannot create or write this folder ({exc.strerror or exc})") from None
     return out
 
 
@@ -478,7 +481,7 @@ def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results,
     (out / "manifest.json").unlink(missing_ok=True)
     writers: dict[str, Callable[[], object]] = {
         "samples.parquet": lambda: write_parquet(out / "samples.parquet", table),
-        "samples.jsonl": lambda: write_jsonl(out / "samples.jsonl", table),
+        "samples.jsonl": lambda: write_jsonl(out / "samples.jsonl", details_as_objects(table)),
         "report.html": lambda: write_report(out / "report.html", results, table, manifest),
         "manifest.json": lambda: write_json(out / "manifest.json", {
             **manifest, "output_sha256": {name: file_sha256(out / name) for name in names if name != "manifest.json"}}),

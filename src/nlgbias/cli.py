@@ -11,9 +11,10 @@ from pathlib import Path
 import click
 
 from nlgbias import __version__
-from nlgbias.errors import InputError, NlgbiasError
+from nlgbias.errors import InputError, NlgbiasError, command_line_wording
 
 EXIT_BAD_INPUT = 2
+LISTING_WIDTH = 100  # listings wrap long descriptions at this width instead of cutting them
 
 SHARED_OPTIONS = {
     "model": (("--model", "models"), dict(
@@ -60,6 +61,7 @@ def cli() -> None:
 
     Example:
 
+        \b
         nlgbias run sheng2019 --model smollm2-135m --samples 100 --seed 0 --out runs/demo
     """
 
@@ -98,6 +100,7 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
 
     Example:
 
+        \b
         nlgbias run sheng2019 --model smollm2-135m --model gemma3-270m --samples 50 --out runs/two
     """
     from nlgbias.audit import run as run_audit
@@ -126,7 +129,9 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
 @click.option("--output", "output_path", required=True, type=click.Path(path_type=Path), help="JSONL file to write.")
 @click.option("--mask", "masks", multiple=True, metavar="TEXT",
               help="Replace this group mention with XYZ before scoring (repeatable), e.g. --mask 'The woman'.")
-def score(scorer_name, input_path, output_path, masks) -> None:
+@click.option("--classifier", type=click.Path(path_type=Path), default=None,
+              help="With --scorer regard: your own classifier (the --out folder of `nlgbias train-regard`).")
+def score(scorer_name, input_path, output_path, masks, classifier) -> None:
     """Score one text per line of --input; write {"text", "label", "scores"} per line.
 
     The regard classifier expects the person a sentence is about written as XYZ, as in its
@@ -134,11 +139,12 @@ def score(scorer_name, input_path, output_path, masks) -> None:
 
     Example:
 
+        \b
         nlgbias score --scorer regard --input sentences.txt --output scored.jsonl --mask "The woman"
     """
     from nlgbias.scorers import score_file
 
-    counts = score_file(input_path, output_path, scorer=scorer_name, masks=masks)
+    counts = score_file(input_path, output_path, scorer=scorer_name, masks=masks, classifier=classifier)
     notes = [f"{counts['texts']} texts scored with {scorer_name}"]
     if not counts["texts"]:
         notes = [f"--input {input_path} is empty: 0 texts scored with {scorer_name}"]
@@ -155,6 +161,7 @@ def models() -> None:
 
     Example:
 
+        \b
         nlgbias models
     """
     from nlgbias.models import list_models
@@ -201,45 +208,56 @@ def plan(suite, mde, power, base_rate, models, scorers, run_folder) -> None:
 @cli.command()
 @click.argument("name", required=False)
 def suites(name) -> None:
-    """List built-in suites, or show the prompts of one (a name or a YAML path).
+    """List built-in suites, or show the description and prompts of one (a name or a YAML path).
+
+    The description lines of one suite start with '#'; every other line is one prompt.
 
     Example:
 
+        \b
         nlgbias suites sheng2019
     """
-    from nlgbias.suites import expand_suite, list_suites, load_suite, suite_prompts
+    import textwrap
+
+    from nlgbias.suites import list_suites, load_suite, suite_prompts
 
     if not name:
         for suite_name in list_suites():
             suite = load_suite(suite_name)
-            click.echo(f"{suite_name:<28} {len(suite_prompts(suite)):>5} prompts  {suite.description[:70]}")
+            head = f"{suite_name:<28} {len(suite_prompts(suite)):>5} prompts  "
+            lines = textwrap.wrap(" ".join(suite.description.split()), width=LISTING_WIDTH - len(head)) or [""]
+            click.echo(head + ("\n" + " " * len(head)).join(lines))
         return
     suite = load_suite(name)
+    prompts = suite_prompts(suite)
+    about = f"{suite.name} (version {suite.version}, {len(prompts)} prompts): {' '.join(suite.description.split())}"
+    click.echo("\n".join(textwrap.wrap(about, width=LISTING_WIDTH, initial_indent="# ", subsequent_indent="# ")))
     if suite.kind == "pronoun":
-        for row in suite_prompts(suite).itertuples():
+        for row in prompts.itertuples():
             click.echo(f"{row.prompt_id:<48} {row.prompt}")
         return
-    for row in expand_suite(suite).itertuples():
+    for row in prompts.itertuples():
         click.echo(f"{row.prompt_id:<32} {row.context:<12} {row.prompt}")
 
 
 @cli.command()
 def scorers() -> None:
-    """List scorers and whether each can run here.
+    """List scorers, what each measures and whether it can run here (nothing is loaded).
 
     Example:
 
+        \b
         nlgbias scorers
     """
-    from nlgbias.errors import ScorerError
-    from nlgbias.scorers import get_scorer, list_scorers
+    import textwrap
 
-    for name in list_scorers():
-        try:
-            scorer = get_scorer(name)
-            click.echo(f"{name:<10} available  {scorer.version}")
-        except ScorerError as exc:
-            click.echo(f"{name:<10} not available: {exc}")
+    from nlgbias.scorers import describe_scorers
+
+    for row in describe_scorers().itertuples():
+        head = f"{row.name:<11}{'available' if row.available else 'not available':<15}"
+        text = row.description + ("" if row.available else f" [{row.reason}]")
+        lines = textwrap.wrap(text, width=LISTING_WIDTH - len(head), break_on_hyphens=False) or [""]
+        click.echo(head + ("\n" + " " * len(head)).join(lines))
 
 
 @cli.command()
@@ -249,6 +267,7 @@ def report(folder) -> None:
 
     Example:
 
+        \b
         nlgbias report runs/demo
     """
     from nlgbias.report.folder import rerender_report
@@ -263,6 +282,7 @@ def annotate() -> None:
 
     Example:
 
+        \b
         nlgbias annotate sample runs/demo --out annotation --annotators a1,a2,a3
     """
 
@@ -283,10 +303,12 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
 
     Example:
 
+        \b
         nlgbias annotate sample runs/demo --out annotation --k-positive 3 --k-negative 3
 
     Your model's hard cases (to check or retrain the regard classifier on them):
 
+        \b
         nlgbias annotate sample runs/demo --out hard --low-confidence 10
     """
     from nlgbias.annotation import sample_run
@@ -304,10 +326,14 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
 @click.option("--ties", type=click.Choice(["drop", "mark"]), default="drop", show_default=True,
               help="What to do with items without a majority.")
 def annotate_import(sheets, items_path, out, ties) -> None:
-    """Check filled sheets; write labels, agreement figures, majority labels and correlations.
+    """Check filled sheets; write labels, agreement figures, majority labels, correlations and regard.csv.
+
+    regard.csv is a training table: `nlgbias train-regard --extra-data OUT/regard.csv` adds it
+    to the shipped data, `--data OUT/regard.csv` trains on it alone.
 
     Example:
 
+        \b
         nlgbias annotate import annotation/sheet-a1.csv annotation/sheet-a2.csv annotation/sheet-a3.csv \\
             --items annotation/items.csv --out annotation/result
     """
@@ -318,7 +344,8 @@ def annotate_import(sheets, items_path, out, ties) -> None:
         click.echo(f"{column}: Fleiss kappa {f['fleiss_kappa_6']:.2f} (6 categories), {f['fleiss_kappa_3']:.2f} "
                    f"(3 original); Krippendorff alpha {f['krippendorff_alpha_ordinal_3']:.2f}; "
                    f"APIAA {f['apiaa']:.2f}; AMIAA {f['amiaa']:.2f}")
-    click.echo(f"wrote labels, agreement.json, majority labels and correlations.csv to {out}")
+    click.echo(f"wrote labels, agreement.json, majority labels, correlations.csv and regard.csv (for train-regard "
+               f"--data or --extra-data) to {out}")
 
 
 @cli.command()
@@ -332,6 +359,7 @@ def ablate(suite, models, samples, seed, out, quiet, top_k, temperature) -> None
 
     Example:
 
+        \b
         nlgbias ablate kirk2021-identity --top-k 10,50,0 --temperature 0.7,1.0 --samples 100 --out runs/ablation
     """
     from nlgbias.ablation import decoding_grid, parse_grid
@@ -359,6 +387,7 @@ def names_suite(names_file, out, suite_name, template) -> None:
 
     Example:
 
+        \b
         nlgbias names-suite my_names.csv --out my-names.yaml && nlgbias run my-names.yaml --out runs/names
     """
     from nlgbias.suites.names import names_suite_yaml
@@ -372,14 +401,19 @@ def names_suite(names_file, out, suite_name, template) -> None:
 
 @cli.command("train-regard")
 @click.option("--data", "data_path", type=click.Path(path_type=Path), default=None,
-              help="Annotated data (regard.csv) [default: the shipped dataset].")
+              help="Annotated data: a regard.csv like the one `annotate import` writes [default: the shipped dataset].")
+@click.option("--extra-data", "extra_paths", multiple=True, type=click.Path(path_type=Path),
+              help="A regard.csv (from `annotate import`) whose items are added to the training split of --data "
+                   "(repeatable); dev and test stay as they were.")
 @shared_options("out", "seed", out=_required_folder("Folder for the trained classifier."),
                 seed={"help": "Training seed."})
 @click.option("--classes", type=click.Choice(["3", "4"]), default="3", show_default=True,
               help="3: negative/neutral/positive; 4: adds other (mixed, nonsense).")
+@click.option("--epochs", type=int, default=None,
+              help="Training epochs [default: the shipped recipe's 4]; fewer for a quick check.")
 @click.option("--compare", is_flag=True, help="Also compare with the baselines over --seeds seeds (slow).")
 @click.option("--seeds", type=int, default=5, show_default=True, help="Seeds for --compare.")
-def train_regard(data_path, out, seed, classes, compare, seeds) -> None:
+def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, seeds) -> None:
     """Rebuild the regard classifier from the annotated data, deterministically.
 
     With the shipped data and defaults, the adapter written to --out is byte-identical to the
@@ -387,20 +421,30 @@ def train_regard(data_path, out, seed, classes, compare, seeds) -> None:
 
     Example:
 
+        \b
         nlgbias train-regard --out build/regard --classes 3
+
+    The shipped data plus your own annotations (the regard.csv of `nlgbias annotate import`):
+
+        \b
+        nlgbias train-regard --extra-data annotation/result/regard.csv --out build/regard-plus
     """
     from nlgbias.training import build_classifier
-    from nlgbias.training.dataset import load_dataset
+    from nlgbias.training.dataset import training_data
 
     from nlgbias.validate import at_least
 
     at_least(seeds, 1, "seeds")
-    if data_path is not None and not data_path.is_file():
-        raise InputError(f"--data {data_path}: file not found")
-    data = load_dataset(data_path)
-    result = build_classifier(data, out, classes=int(classes), seed=seed)
-    click.echo(f"trained on {result['n_train']} sentences (train + dev); test accuracy {result['test_accuracy']:.3f}, "
-               f"macro-F1 {result['test_macro_f1']:.3f}; wrote {out}")
+    if epochs is not None:
+        at_least(epochs, 1, "epochs")
+    for flag, path in [("--data", data_path), *(("--extra-data", p) for p in extra_paths)]:
+        if path is not None and not path.is_file():
+            raise InputError(f"{flag} {path}: file not found")
+    data = training_data(data_path, extra=extra_paths)
+    result = build_classifier(data, out, classes=int(classes), seed=seed, epochs=epochs)
+    tested = (f"test accuracy {result['test_accuracy']:.3f}, macro-F1 {result['test_macro_f1']:.3f}" if result["n_test"]
+              else "no test split, so no test figures")
+    click.echo(f"trained on {result['n_train']} sentences (train + dev); {tested}; wrote {out}")
     click.echo(f"adapter sha256 {result['adapter_sha256'][:16]}: "
                + ("identical to the shipped classifier" if result["identical_to_shipped"] else "differs from the shipped classifier"))
     if compare:
@@ -414,7 +458,8 @@ def train_regard(data_path, out, seed, classes, compare, seeds) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI; bad input -> one ``Error:`` line and exit code 2."""
     try:
-        cli.main(args=argv, prog_name="nlgbias", standalone_mode=False)
+        with command_line_wording():
+            cli.main(args=argv, prog_name="nlgbias", standalone_mode=False)
     except NlgbiasError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)

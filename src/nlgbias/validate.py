@@ -2,8 +2,8 @@
 
 ``audit.run()`` and the command line both call :func:`check_run_options`; a bad value raises
 :class:`~nlgbias.errors.InputError` with one line that names the option.  ``flags=True`` names
-the command-line flags (``--timeout``), ``flags=False`` the Python keywords (``timeout=``), so
-each caller reads its own words.
+the command-line flags (``--timeout``), ``flags=False`` the Python keywords (``timeout=``), and
+``flags=None`` (the default) whichever the caller used (:func:`nlgbias.errors.option`).
 """
 
 from __future__ import annotations
@@ -12,13 +12,17 @@ import math
 import re
 from urllib.parse import urlsplit
 
-from nlgbias.errors import InputError
+from nlgbias.errors import InputError, command_line
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:[0-9]+)?)$")
 
 
 def _name(option: str, flags: bool) -> str:
     return f"--{option.replace('_', '-')}" if flags else f"{option}="
+
+
+def _flags(flags: bool | None) -> bool:
+    return command_line() if flags is None else flags
 
 
 def _number(value, option: str, flags: bool, *, whole: bool) -> float:
@@ -30,8 +34,9 @@ def _number(value, option: str, flags: bool, *, whole: bool) -> float:
     return value
 
 
-def at_least(value, minimum, option: str, *, flags: bool = True, whole: bool = True, why: str = "") -> None:
+def at_least(value, minimum, option: str, *, flags: bool | None = None, whole: bool = True, why: str = "") -> None:
     """Raise unless ``value`` is a number >= ``minimum`` (a whole number unless ``whole=False``)."""
+    flags = _flags(flags)
     _number(value, option, flags, whole=whole)
     if value < minimum:
         sep = " " if flags else ""
@@ -39,8 +44,10 @@ def at_least(value, minimum, option: str, *, flags: bool = True, whole: bool = T
         raise InputError(f"{_name(option, flags)}{sep}{value}: must be {kind} {minimum}{why}")
 
 
-def within(value, low, high, option: str, *, flags: bool = True, closed: bool = False, example: str = "") -> None:
+def within(value, low, high, option: str, *, flags: bool | None = None, closed: bool = False,
+           example: str = "") -> None:
     """Raise unless ``value`` is a number in ``(low, high)`` (``[low, high]`` with ``closed``)."""
+    flags = _flags(flags)
     _number(value, option, flags, whole=False)
     inside = low <= value <= high if closed else low < value < high
     if not inside:
@@ -49,8 +56,9 @@ def within(value, low, high, option: str, *, flags: bool = True, closed: bool = 
         raise InputError(f"{_name(option, flags)}{sep}{value:g}: must be {where}{', e.g. ' + example if example else ''}")
 
 
-def check_device(device: str, *, flags: bool = True) -> None:
+def check_device(device: str, *, flags: bool | None = None) -> None:
     """``auto``, ``cpu``, ``mps``, ``cuda`` or ``cuda:N``; CUDA and MPS must be present."""
+    flags = _flags(flags)
     name = _name("device", flags)
     sep = " " if flags else ""
     if not isinstance(device, str) or not DEVICE_PATTERN.match(device):
@@ -59,7 +67,7 @@ def check_device(device: str, *, flags: bool = True) -> None:
         import torch
 
         if not torch.cuda.is_available():
-            raise InputError(f"{name}{sep}{device}: this machine has no usable CUDA device; use --device cpu or auto")
+            raise InputError(f"{name}{sep}{device}: this machine has no usable CUDA device; use {name}{sep}cpu or auto")
         index = int(device.partition(":")[2] or 0)
         if index >= torch.cuda.device_count():
             raise InputError(f"{name}{sep}{device}: only {torch.cuda.device_count()} CUDA device(s) here")
@@ -67,7 +75,7 @@ def check_device(device: str, *, flags: bool = True) -> None:
         import torch
 
         if not torch.backends.mps.is_available():
-            raise InputError(f"{name}{sep}{device}: MPS is not available here; use --device cpu or auto")
+            raise InputError(f"{name}{sep}{device}: MPS is not available here; use {name}{sep}cpu or auto")
 
 
 def check_url(url: str, where: str) -> None:
@@ -79,8 +87,9 @@ def check_url(url: str, where: str) -> None:
 
 
 def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device, concurrency, timeout,
-                      max_retries, api_base=None, models=(), flags: bool = True) -> None:
+                      max_retries, api_base=None, models=(), flags: bool | None = None) -> None:
     """Every numeric and device option of a run, checked before anything loads."""
+    flags = _flags(flags)
     at_least(samples, 1, "samples", flags=flags)
     at_least(batch_size, 1, "batch_size", flags=flags)
     at_least(n_boot, 100, "n_boot", flags=flags, why=" bootstrap replicates")

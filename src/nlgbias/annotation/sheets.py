@@ -20,7 +20,7 @@ import pandas as pd
 import yaml
 
 from nlgbias.annotation.categories import REGARD, SENTIMENT
-from nlgbias.errors import InputError
+from nlgbias.errors import InputError, option
 from nlgbias.inputs import read_user_text
 from nlgbias.store.export import write_text
 
@@ -44,12 +44,12 @@ def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequen
         Each sheet's row order is shuffled with its own seed.
     """
     if fmt not in FORMATS:
-        raise InputError(f"--format {fmt}: use csv or jsonl")
+        raise InputError(f"{option('--format', fmt, keyword='fmt')}: use csv or jsonl")
     if len(set(annotators)) != len(annotators) or not annotators:
-        raise InputError(f"--annotators {','.join(annotators)}: give distinct names")
+        raise InputError(f"{option('--annotators', ','.join(annotators))}: give distinct names")
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise InputError(f"--out {folder}: is a file; give a folder")
+        raise InputError(f"{option('--out', str(folder))}: is a file; give a folder")
     folder.mkdir(parents=True, exist_ok=True)
     items.to_csv(folder / "items.csv", index=False)
     paths = [folder / "items.csv"]

@@ -1,7 +1,8 @@
 """The two file steps of the annotation workflow, as ``nlgbias annotate sample|import`` run them.
 
 ``sample_run``: a finished run's folder -> items, one sheet per annotator, guidelines.
-``import_labels``: filled sheets + items -> labels, agreement, majority labels, correlations.
+``import_labels``: filled sheets + items -> labels, agreement, majority labels, correlations, and
+``regard.csv``: the table that ``nlgbias train-regard --data`` (or ``--extra-data``) trains on.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pandas as pd
 from nlgbias.annotation.agreement import adjudicate, agreement, correlation_table
 from nlgbias.annotation.sample import annotation_sample, low_confidence_sample
 from nlgbias.annotation.sheets import export_sheets, import_sheets, read_items
-from nlgbias.errors import InputError
+from nlgbias.errors import InputError, option
 from nlgbias.store.export import write_csv, write_json
 
 
@@ -32,9 +33,11 @@ def sample_run(run_folder: str | Path, out: str | Path, *, k_positive: int = 3, 
     for name, k in (("--k-positive", k_positive), ("--k-negative", k_negative), ("--k-neutral", k_neutral),
                     ("--low-confidence", k_low or 0)):
         if k < 0:
-            raise InputError(f"{name} {k}: must be 0 or more")
+            raise InputError(f"{option(name, k, keyword='k_low' if name == '--low-confidence' else None)}: "
+                             "must be 0 or more")
     if k_low is None and k_positive == k_negative == k_neutral == 0:
-        raise InputError("--k-positive, --k-negative, --k-neutral: all are 0, so nothing would be sampled")
+        raise InputError(f"{', '.join(option(f) for f in ('--k-positive', '--k-negative', '--k-neutral'))}: all are 0, "
+                         "so nothing would be sampled")
     samples = pd.read_parquet(source)
     if k_low is not None:
         if "regard_details" not in samples.columns:
@@ -48,18 +51,49 @@ def sample_run(run_folder: str | Path, out: str | Path, *, k_positive: int = 3, 
     return items, export_sheets(items, Path(out), annotators=list(annotators), fmt=fmt, seed=seed)
 
 
+def training_table(items: pd.DataFrame, labels: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """Items + checked labels -> the regard training table, in the shipped ``regard.csv``'s layout.
+
+    One row per item: the item's columns (``id, text, context, template_id, group, model,
+    vader_label`` ...), every annotator's ``regard_<name>`` and ``sentiment_<name>``, the majority
+    labels ``regard_3, regard_4, sentiment_3, sentiment_4`` (ties dropped: empty), and ``split``
+    (70/15/15 per template and 4-class label, near-duplicates kept together, seeded).
+    """
+    from nlgbias.training.dataset import assign_splits
+
+    table = items.copy()
+    if "text" not in table.columns:
+        raise InputError("items: no text column, so the labels cannot become training data; give the items.csv "
+                         "that `nlgbias annotate sample` wrote")
+    if "template_id" not in table.columns:
+        table["template_id"] = table["context"]
+    annotators = list(dict.fromkeys(labels["annotator"]))
+    for column in ("regard", "sentiment"):
+        wide = labels.pivot(index="id", columns="annotator", values=column)
+        for name in annotators:
+            table[f"{column}_{name}"] = table["id"].map(wide[name])
+        for classes in (3, 4):
+            majority = adjudicate(labels, column, classes=classes, ties="drop")
+            table[f"{column}_{classes}"] = table["id"].map(majority.set_index("id")["label"])
+    stratum = table["regard_4"].fillna("none")
+    table["split"] = assign_splits(table.assign(stratum=stratum), stratify=["template_id", "stratum"], seed=seed)
+    return table
+
+
 def import_labels(sheets: Sequence[str | Path], *, items_path: str | Path, out: str | Path,
-                  ties: Literal["drop", "mark"] = "drop") -> dict:
+                  ties: Literal["drop", "mark"] = "drop", seed: int = 0) -> dict:
     """Check filled sheets against ``items_path`` and write, into ``out``: ``labels.csv``,
-    ``agreement.json``, ``{regard,sentiment}-{3,4}class.csv`` (majority labels) and
-    ``correlations.csv``.  Returns the agreement figures per column (``regard``, ``sentiment``)."""
+    ``agreement.json``, ``{regard,sentiment}-{3,4}class.csv`` (majority labels),
+    ``correlations.csv`` and ``regard.csv`` (:func:`training_table`, split with ``seed``).
+    Returns the agreement figures per column (``regard``, ``sentiment``)."""
     items_path, out = Path(items_path), Path(out)
     if not items_path.is_file():
-        raise InputError(f"--items {items_path}: file not found")
+        raise InputError(f"{option('--items', str(items_path), keyword='items_path')}: file not found")
     items = read_items(items_path)
     if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: is a file; give a folder")
+        raise InputError(f"{option('--out', str(out))}: is a file; give a folder")
     labels = import_sheets([Path(s) for s in sheets], items=items)
+    training = training_table(items, labels, seed=seed)  # checked before anything is written
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "labels.csv", labels)
     figures = {column: agreement(labels, column) for column in ("regard", "sentiment")}
@@ -72,7 +106,8 @@ def import_labels(sheets: Sequence[str | Path], *, items_path: str | Path, out: 
             write_csv(out / f"{column}-{classes}class.csv", table)
     write_csv(out / "correlations.csv",
               correlation_table(items, adjudicated[("regard", 3)], adjudicated[("sentiment", 3)]))
+    write_csv(out / "regard.csv", training)
     return figures
 
 
-__all__ = ["import_labels", "sample_run"]
+__all__ = ["import_labels", "sample_run", "training_table"]

@@ -15,6 +15,8 @@ import pandas as pd
 from nlgbias.keys import cell_seed
 from nlgbias.metrics.resampling import (bootstrap_indices, cell_rng, percentile_interval, permutation_test)
 
+MIN_TEXTS = 2  # fewer texts on a side: the difference alone, no interval or p-value
+
 
 def probability_difference(details_a: Sequence[dict], details_b: Sequence[dict], *, labels: Sequence[str],
                            n_boot: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
@@ -29,9 +31,18 @@ def probability_difference(details_a: Sequence[dict], details_b: Sequence[dict],
     Returns
     -------
     pandas.DataFrame
-        ``label, n_a, mean_a, n_b, mean_b, diff, ci_low, ci_high, p``: percentile bootstrap CI
+        ``label, n_a, mean_a, n_b, mean_b, diff, ci_low, ci_high, p, note``: percentile bootstrap CI
         (each set resampled within itself) and a two-sided permutation test of the difference in
-        means (9,999 random relabellings).
+        means (9,999 random relabellings).  With fewer than two texts on a side there is nothing
+        to resample: ``ci_low, ci_high, p`` are NaN and ``note`` says why (it is empty otherwise).
+
+    Examples
+    --------
+    >>> table = probability_difference([{"positive": 0.9}], [{"positive": 0.2}], labels=["positive"])
+    >>> round(float(table["diff"][0]), 2), bool(table["p"].isna()[0])
+    (0.7, True)
+    >>> table["note"][0]
+    'n_a=1, n_b=1: no interval or p-value (resampling needs at least 2 texts on each side)'
     """
     rows = []
     for label in labels:
@@ -42,9 +53,17 @@ def probability_difference(details_a: Sequence[dict], details_b: Sequence[dict],
             raise ValueError(f"probability_difference: label {label!r} missing from a scorer's output") from None
         if len(a) == 0 or len(b) == 0:
             raise ValueError("probability_difference: both sets need at least one text")
+        if min(len(a), len(b)) < MIN_TEXTS:
+            note = (f"n_a={len(a)}, n_b={len(b)}: no interval or p-value (resampling needs at least "
+                    f"{MIN_TEXTS} texts on each side)")
+            rows.append((label, len(a), a.mean(), len(b), b.mean(), a.mean() - b.mean(), np.nan, np.nan, np.nan, note))
+            continue
         rng = cell_rng(seed, label)
         boot = a[bootstrap_indices(rng, len(a), n_boot)].mean(axis=1) - b[bootstrap_indices(rng, len(b), n_boot)].mean(axis=1)
         test = permutation_test((a, b), seed=cell_seed(seed, label, "p"), n_resamples=9999)
         low, high = percentile_interval(boot, confidence)
-        rows.append((label, len(a), a.mean(), len(b), b.mean(), a.mean() - b.mean(), low, high, float(test.pvalue)))
-    return pd.DataFrame(rows, columns=["label", "n_a", "mean_a", "n_b", "mean_b", "diff", "ci_low", "ci_high", "p"])
+        rows.append((label, len(a), a.mean(), len(b), b.mean(), a.mean() - b.mean(), low, high, float(test.pvalue), ""))
+    return pd.DataFrame(rows, columns=["label", "n_a", "mean_a", "n_b", "mean_b", "diff", "ci_low", "ci_high", "p",
+                                       "note"])
+
+

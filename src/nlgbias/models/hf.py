@@ -29,7 +29,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from nlgbias.errors import BackendError
+from nlgbias.errors import BackendError, option
 from nlgbias.models.backend import GenerationRequest
 from nlgbias.sampling import SamplingParams
 
@@ -127,7 +127,7 @@ class HFBackend:
         import torch
 
         if dtype not in DTYPES:
-            raise BackendError(f"--dtype {dtype}: unknown; use one of {', '.join(DTYPES)}")
+            raise BackendError(f"{option('--dtype', dtype)}: unknown; use one of {', '.join(DTYPES)}")
         self.torch = torch
         self.model_id = model_id or source
         self.device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device)

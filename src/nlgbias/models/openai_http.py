@@ -17,6 +17,7 @@ and is only ever put in the ``Authorization`` header: never in info, errors or o
 
 from __future__ import annotations
 
+import contextvars
 import email.utils
 import json
 import os
@@ -30,7 +31,7 @@ import urllib.request
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, Iterator, Sequence
 
-from nlgbias.errors import BackendError
+from nlgbias.errors import BackendError, option
 from nlgbias.models.backend import GenerationRequest
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -70,11 +71,11 @@ class OpenAIBackend:
                  max_retries: int = 5, backoff: float = 1.0, max_backoff: float = 60.0,
                  send_top_k: bool = True) -> None:
         if concurrency < 1:
-            raise BackendError(f"--concurrency {concurrency}: must be at least 1")
+            raise BackendError(f"{option('--concurrency', concurrency)}: must be at least 1")
         if max_retries < 0:
-            raise BackendError(f"--max-retries {max_retries}: must be 0 or more")
+            raise BackendError(f"{option('--max-retries', max_retries)}: must be 0 or more")
         if not timeout > 0:
-            raise BackendError(f"--timeout {timeout}: must be more than 0 seconds")
+            raise BackendError(f"{option('--timeout', timeout)}: must be more than 0 seconds")
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id or f"openai:{model}"
@@ -111,7 +112,7 @@ class OpenAIBackend:
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)))
         futures = []
         for index, request in enumerate(requests):
-            future = pool.submit(self._complete, request)
+            future = pool.submit(contextvars.copy_context().run, self._complete, request)  # the caller's wording
             future.add_done_callback(lambda f, i=index: arrived.put((i, f)))
             futures.append(future)
         error: BaseException | None = None
@@ -218,7 +219,7 @@ class OpenAIBackend:
             except urllib.error.HTTPError as exc:
                 detail = _error_detail(exc)
                 if exc.code not in RETRY_STATUS:
-                    hint = f" (check the key in ${self.api_key_env})" if exc.code in (401, 403) else ""
+                    hint = self._hint(exc.code, detail, body, key_sent=bool(key))
                     raise BackendError(f"endpoint {url}: HTTP {exc.code}{hint}: {detail}") from None
                 last = f"HTTP {exc.code}: {detail}"
                 delay = _retry_after(exc.headers.get("Retry-After"))
@@ -249,6 +250,17 @@ class OpenAIBackend:
             time.sleep(delay)
         raise GiveUp(f"endpoint {url}: gave up after {self.max_retries + 1} attempts; last error: {last}")
 
+    def _hint(self, code: int, detail: str, body: dict, *, key_sent: bool) -> str:
+        """What to do about a client error: an unset key variable, or a ``top_k`` the server rejects."""
+        if code in (401, 403):
+            if not key_sent:
+                return (f" (${self.api_key_env} is not set, so no key was sent: set it, or name the variable that "
+                        f"holds the key with {option('--api-key-env')})")
+            return f" (check the key in ${self.api_key_env})"
+        if code in (400, 422) and "top_k" in body and "top_k" in detail:
+            return f" (the server rejects top_k: rerun with {option('--top-k', 0)}, which leaves it out)"
+        return ""
+
     def _map(self, fn, items: list) -> list:
         """Apply ``fn`` to every item with at most ``concurrency`` in flight; keep order.
 
@@ -260,7 +272,7 @@ class OpenAIBackend:
             return [fn(item) for item in items]
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(items)))
         try:
-            futures = [pool.submit(fn, item) for item in items]
+            futures = [pool.submit(contextvars.copy_context().run, fn, item) for item in items]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failed = [f for f in futures if f in done and f.exception() is not None]
             if failed:

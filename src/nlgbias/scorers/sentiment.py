@@ -28,13 +28,25 @@ def _file_digest(package: str, name: str) -> str:
     return hashlib.sha256(data).hexdigest()[:12]
 
 
+def _missing(module: str, package: str) -> str | None:
+    """Why a scorer that needs ``module`` cannot run here (checked without importing it), or None."""
+    from importlib.util import find_spec
+
+    return None if find_spec(module) else f"the {package} package is not installed: pip install {package}"
+
+
 class VaderScorer:
     """VADER compound score; ``details`` holds ``compound, neg, neu, pos``."""
 
     name = "vader"
     labels = LABELS
+    description = "VADER sentiment (compound score, cut at +/-0.05), Sheng et al.'s sentiment scorer"
     citation = ("C.J. Hutto and Eric Gilbert. 2014. VADER: A Parsimonious Rule-based Model for "
                 "Sentiment Analysis of Social Media Text. ICWSM.")
+
+    @staticmethod
+    def unavailable() -> str | None:
+        return _missing("vaderSentiment", "vaderSentiment")
 
     def __init__(self, threshold: float = VADER_THRESHOLD) -> None:
         from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
@@ -57,7 +69,12 @@ class TextBlobScorer:
 
     name = "textblob"
     labels = LABELS
+    description = "TextBlob (pattern) sentiment polarity, cut at +/-0.05"
     citation = "Steven Loria. TextBlob: Simplified Text Processing. https://textblob.readthedocs.io/"
+
+    @staticmethod
+    def unavailable() -> str | None:
+        return _missing("textblob", "textblob")
 
     def __init__(self, threshold: float = TEXTBLOB_THRESHOLD) -> None:
         from textblob.en.sentiments import PatternAnalyzer

@@ -59,6 +59,20 @@ def write_jsonl(path: Path, table: pd.DataFrame) -> Path:
     return _atomic(path, write)
 
 
+def details_as_objects(table: pd.DataFrame) -> pd.DataFrame:
+    """A copy whose ``<scorer>_details`` columns (JSON text, as Parquet holds them) are decoded to
+    objects, so JSONL writes each as a JSON object, not as a string holding JSON.
+
+    >>> details_as_objects(pd.DataFrame({"vader_details": ['{"compound": 0.5}', None]}))["vader_details"].tolist()
+    [{'compound': 0.5}, None]
+    """
+    table = table.copy()
+    for column in [c for c in table.columns if str(c).endswith("_details")]:
+        values = [json.loads(v) if isinstance(v, str) else v if isinstance(v, dict) else None for v in table[column]]
+        table[column] = pd.Series(values, index=table.index, dtype=object)
+    return table
+
+
 def write_csv(path: Path, table: pd.DataFrame, *, float_format: str | None = "%.10g") -> Path:
     """Write a DataFrame as CSV (no index, floats to 10 significant digits) atomically."""
     return _atomic(path, lambda tmp: table.to_csv(tmp, index=False, float_format=float_format))

@@ -10,9 +10,11 @@ Every problem is reported as one line naming the file, the line and the field, e
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,8 @@ PERTURBATIONS = ("orig", "replace", "delete")
 PROMPT_SET_KEYS = ("id", "source", "professions")
 EXTEND_KEYS = ("groups", "templates", "comparisons")
 KINDS = ("generation", "pronoun")
+KNOWN_CONTEXTS = ("respect", "occupation")  # the built-in suites' contexts
+CONTEXT_TYPO = 0.8  # difflib similarity at which a context is taken for a typo of another
 SAMPLING_KEYS = {
     "max_new_tokens": int, "temperature": float, "top_k": int, "top_p": float,
 }
@@ -182,6 +186,13 @@ class _Doc:
         return SuiteError(f"{self.where(at)}: {_dotted(at)}: {message}" if at else f"{self.where(at)}: {message}")
 
 
+def _unknown_key(key, allowed) -> str:
+    """The message for a key a mapping does not take, with the closest allowed key if one is close."""
+    close = difflib.get_close_matches(str(key), list(allowed), n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"unknown key; {hint}allowed: {', '.join(allowed)}"
+
+
 def _dotted(at: tuple) -> str:
     out = ""
     for part in at:
@@ -269,7 +280,7 @@ def _resolve(path: Path, *, seen: tuple[Path, ...]) -> _Raw:
         raise doc.fail((), "a suite must be a mapping with keys suite, groups, templates, ...")
     for key in doc.data:
         if key not in TOP_KEYS:
-            raise doc.fail((key,), f"unknown key; allowed: {', '.join(TOP_KEYS)}")
+            raise doc.fail((key,), _unknown_key(key, TOP_KEYS))
     if "include" in doc.data:
         target = doc.data["include"]
         if not isinstance(target, str):
@@ -298,7 +309,7 @@ def _resolve(path: Path, *, seen: tuple[Path, ...]) -> _Raw:
             raise doc.fail(("extend",), f"must be a mapping with keys among {', '.join(EXTEND_KEYS)}")
         for key, value in extend.items():
             if key not in EXTEND_KEYS:
-                raise doc.fail(("extend", key), f"unknown key; allowed: {', '.join(EXTEND_KEYS)}")
+                raise doc.fail(("extend", key), _unknown_key(key, EXTEND_KEYS))
             raw.lists[key] = raw.lists[key] + _items(doc, ("extend", key), value)
             raw.given.add(key)
     raw.doc = doc
@@ -385,7 +396,7 @@ def _groups(items: list[_Item], doc: _Doc) -> list[Group]:
             raise item.fail((), "each group must be a mapping with id, text and attributes")
         for key in item.value:
             if key not in ("id", "text", "attributes"):
-                raise item.fail((key,), "unknown key; allowed: id, text, attributes")
+                raise item.fail((key,), _unknown_key(key, ("id", "text", "attributes")))
         gid = _need_text(item, "id")
         if not ID_PATTERN.match(gid):
             raise item.fail(("id",), f"{gid!r} must start with a letter or digit and use letters, digits, spaces, _ . ' -")
@@ -421,7 +432,7 @@ def _templates(items: list[_Item], doc: _Doc) -> list[Template]:
             raise item.fail((), "each template must be a mapping with id, context and text")
         for key in item.value:
             if key not in ("id", "context", "text"):
-                raise item.fail((key,), "unknown key; allowed: id, context, text")
+                raise item.fail((key,), _unknown_key(key, ("id", "context", "text")))
         tid = _need_text(item, "id")
         if not ID_PATTERN.match(tid):
             raise item.fail(("id",), f"{tid!r} must start with a letter or digit and use letters, digits, spaces, _ . ' -")
@@ -438,7 +449,27 @@ def _templates(items: list[_Item], doc: _Doc) -> list[Template]:
                             if names else "has no {group} placeholder")
         seen[tid] = index
         templates.append(Template(tid, context, text))
+    _check_contexts(templates, items)
     return templates
+
+
+def _check_contexts(templates: list[Template], items: list[_Item]) -> None:
+    """A context is free text, but one that nearly spells another is taken for a typo: an error.
+
+    An error, not a warning: a typo would otherwise split a context's prompts into two contexts
+    with their own shares and gaps, silently, and a warning scrolls past while the run goes on
+    for hours.  The rival is a context more templates of the suite use, or a built-in one
+    (``KNOWN_CONTEXTS``); a context that is not close to any rival is a new context, accepted.
+    """
+    counts = Counter(t.context for t in templates)
+    for template, item in zip(templates, items):
+        rivals = [c for c in dict.fromkeys([*counts, *KNOWN_CONTEXTS])
+                  if c != template.context and (c in KNOWN_CONTEXTS or counts[c] > counts[template.context])]
+        close = difflib.get_close_matches(template.context, rivals, n=1, cutoff=CONTEXT_TYPO)
+        if close:
+            raise item.fail(("context",), f"{template.context!r}: did you mean {close[0]!r}? (a context this close "
+                                          f"to another is taken for a typo; give a clearly different name for a new "
+                                          f"context)")
 
 
 def _comparisons(items: list[_Item], groups: list[Group], *, default: bool) -> list[tuple[str, str]]:
@@ -470,7 +501,7 @@ def _sampling(value: Any, doc: _Doc) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, raw in value.items():
         if key not in SAMPLING_KEYS:
-            raise doc.fail(("sampling", key), f"unknown key; allowed: {', '.join(SAMPLING_KEYS)}")
+            raise doc.fail(("sampling", key), _unknown_key(key, SAMPLING_KEYS))
         kind = SAMPLING_KEYS[key]
         ok = isinstance(raw, (int, float)) and not isinstance(raw, bool)
         if kind is int:
@@ -507,7 +538,7 @@ def _pronoun_suite(raw: _Raw, *, name: str, version: int, texts: dict[str, str])
             raise sets_doc.fail(at, "each prompt set is a mapping with id and source")
         for key in entry:
             if key not in PROMPT_SET_KEYS:
-                raise sets_doc.fail(at + (key,), f"unknown key; allowed: {', '.join(PROMPT_SET_KEYS)}")
+                raise sets_doc.fail(at + (key,), _unknown_key(key, PROMPT_SET_KEYS))
         set_id, source = entry.get("id"), entry.get("source")
         if not isinstance(set_id, str) or not ID_PATTERN.match(set_id):
             raise sets_doc.fail(at + ("id",), "required: a name of letters, digits, '-', '_' or '.'")

@@ -22,7 +22,7 @@ VERSION = "1"
 
 
 def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, seed: int = 0,
-                     fit_splits: tuple[str, ...] = FIT_SPLITS) -> dict:
+                     fit_splits: tuple[str, ...] = FIT_SPLITS, epochs: int | None = None) -> dict:
     """Train the shipped recipe on ``fit_splits`` (train + dev), report test figures, write it to ``out``.
 
     The settings were chosen on dev with models trained on train alone (``compare_models``);
@@ -32,7 +32,8 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     Returns
     -------
     dict
-        ``n_train, test_accuracy, test_macro_f1, adapter_sha256, identical_to_shipped``.
+        ``n_train, n_test, test_accuracy, test_macro_f1, adapter_sha256, identical_to_shipped``
+        (the test figures are NaN when the test split is empty).
     """
     from nlgbias.scorers.regard_model import load_classifier, save_classifier
     from nlgbias.training.train import TRAIN_THREADS, predict_proba, train_classifier
@@ -40,17 +41,24 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     labels = LABELS[classes]
     shipped_file = dataset_dir() / f"classifier-{classes}class" / "adapter.safetensors"
     shipped_digest = hashlib.sha256(shipped_file.read_bytes()).hexdigest() if shipped_file.is_file() else None
+    from nlgbias.errors import InputError
+
     table = view(data, classes)
     train, test = table[table["split"].isin(fit_splits)], table[table["split"] == "test"]
+    if train.empty:
+        raise InputError(f"no item has a regard_{classes} label in the {' or '.join(fit_splits)} split: "
+                         "nothing to train on")
+    settings = {**SETTINGS, **({"epochs": epochs} if epochs is not None else {})}
     tokenizer, model = train_classifier(train["text"].tolist(), train["label"].tolist(), label_names=labels,
-                                        seed=seed, **SETTINGS)
+                                        seed=seed, **settings)
     data_hash = hashlib.sha256(pd.util.hash_pandas_object(table, index=False).values.tobytes()).hexdigest()
-    meta = {"version": VERSION, "classes": classes, "seed": seed, "settings": SETTINGS, "threads": TRAIN_THREADS,
+    meta = {"version": VERSION, "classes": classes, "seed": seed, "settings": settings, "threads": TRAIN_THREADS,
             "fit_splits": list(fit_splits), "train_items": int(len(train)), "data_sha256": data_hash}
     folder = save_classifier(model, out, meta)
     tokenizer, shipped, _ = load_classifier(folder)  # measure what is saved (int8 layer deltas), not the float model
     pred = np.array(labels)[predict_proba(shipped, tokenizer, test["text"].tolist()).argmax(axis=1)]
-    meta_test = {"test_accuracy": accuracy(test["label"], pred), "test_macro_f1": macro_f1(test["label"], pred, labels)}
+    meta_test = {"test_accuracy": accuracy(test["label"], pred),
+                 "test_macro_f1": macro_f1(test["label"], pred, labels) if len(test) else float("nan")}
     digest = hashlib.sha256((folder / "adapter.safetensors").read_bytes()).hexdigest()
     identical = shipped_digest == digest  # read before writing, in case ``out`` is the shipped folder
     config_path = folder / "config.json"
@@ -58,7 +66,7 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     config.update(meta_test)
     config["adapter_sha256"] = digest
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    return {"n_train": int(len(train)), **meta_test, "adapter_sha256": digest, "identical_to_shipped": identical}
+    return {"n_train": int(len(train)), "n_test": int(len(test)), **meta_test, "adapter_sha256": digest, "identical_to_shipped": identical}
 
 
 __all__ = ["SETTINGS", "build_classifier", "dataset_dir", "load_dataset"]

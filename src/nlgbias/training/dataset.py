@@ -1,4 +1,4 @@
-"""The shipped regard dataset: loading it, and splitting without leaks.
+"""The shipped regard dataset: loading it (with the user's own annotations appended), and splitting without leaks.
 
 ``regard.csv`` has one row per annotated item: ``id, text, context, template_id, group, model,
 vader_label``, each annotator's ``regard_<name>`` and ``sentiment_<name>``, the adjudicated
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,7 @@ def dataset_dir() -> Path:
     return data_path("regard")
 
 
-DATASET_COLUMNS = ("text", "regard_3", "regard_4", "split")
+DATASET_COLUMNS = ("id", "text", "context", "template_id", "regard_3", "regard_4", "split")
 
 
 def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
@@ -42,8 +43,25 @@ def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
     missing = [c for c in DATASET_COLUMNS if c not in table.columns]
     if missing:
         raise InputError(f"{source}: missing column {', '.join(repr(c) for c in missing)}; need at least "
-                         f"{', '.join(DATASET_COLUMNS)} (like the shipped regard.csv)")
+                         f"{', '.join(DATASET_COLUMNS)} (like the shipped regard.csv, or the regard.csv that "
+                         f"`nlgbias annotate import` writes)")
     return table
+
+
+def training_data(path: str | Path | None = None, *, extra: Sequence[str | Path] = ()) -> pd.DataFrame:
+    """``load_dataset(path)`` with each ``extra`` table appended to its training split.
+
+    An extra table (e.g. the ``regard.csv`` of ``nlgbias annotate import``) adds every row to
+    ``split`` ``train``, whatever its own split column says: the base data's dev and test
+    splits stay as they were, so test figures remain comparable with the shipped classifier's.
+    Ids are prefixed ``extra<k>:`` so they cannot collide with the base data's.
+    """
+    table = load_dataset(path)
+    frames = [table]
+    for k, extra_path in enumerate(extra, start=1):
+        added = load_dataset(extra_path)
+        frames.append(added.assign(split="train", id=f"extra{k}:" + added["id"].astype(str)))
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else table
 
 
 def word_set(text: str) -> frozenset[str]:

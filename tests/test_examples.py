@@ -1,0 +1,216 @@
+"""Every example in the README and in `--help` runs, or at least parses and validates.
+
+The examples are extracted from the texts themselves (README ```bash``` and ```python``` blocks,
+the indented `nlgbias ...` lines of each command's help as a user sees it at 80 columns), joined
+the way a shell joins `\\`-continued lines, and split on `&&`.  Which run fully:
+
+- `models`, `suites`, `scorers`, `score`, `report`, `annotate sample|import`, `names-suite`:
+  run as written, in a sandbox folder that holds what they read (`runs/demo` is a small run of
+  the `fake` model; the annotators' sheets are filled before `annotate import`);
+- `train-regard`: run with `--epochs 1` and, where the example trains on the shipped data,
+  `--data` a three-row table instead (the shipped recipe takes minutes);
+- `run`, `ablate`: parsed by the real command line and validated (options, suite, models) but
+  not run: they take minutes on the embedded model (the end-to-end tests run them at small sizes);
+- the README's Python block runs with `models=["fake"], samples=2` instead of
+  `models=["smollm2-135m"], samples=20`.
+
+The README's command-line synopsis (the block without a language) is a summary with
+placeholders, not examples; `.venv/bin/python -m pytest -q` is this test suite itself.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import click
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import nlgbias
+from nlgbias.cli import cli, main
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+VALIDATED_ONLY = {"run": "minutes on the embedded model", "ablate": "a grid of runs"}
+SMALL_BASE = [("XYZ was a thief.", "negative", "train"), ("XYZ was kind.", "positive", "train"),
+              ("XYZ worked as a clerk.", "neutral", "train"), ("XYZ was a liar.", "negative", "test")]
+
+
+def smaller(name: str, args: list[str]) -> list[str]:
+    """The example with the small overrides that let it run here in seconds."""
+    if name != "train-regard":
+        return args
+    return [*args, "--epochs", "1", *([] if "--data" in args else ["--data", "small-base.csv"])]
+
+
+def shell_commands(script: str) -> list[list[str]]:
+    """The nlgbias commands of a shell snippet: continuations joined, comments dropped, `&&` split."""
+    commands = []
+    for line in script.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        while words:
+            part, words = (words[:words.index("&&")], words[words.index("&&") + 1:]) if "&&" in words else (words, [])
+            if part and Path(part[0]).name == "nlgbias":
+                commands.append(part[1:])
+    return commands
+
+
+def readme_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+
+
+def help_text(path: list[str]) -> str:
+    result = CliRunner().invoke(cli, [*path, "--help"], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def command_paths(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> list[list[str]]:
+    paths = []
+    for name, command in group.commands.items():
+        paths.append([*prefix, name])
+        if isinstance(command, click.Group):
+            paths.extend(command_paths(command, (*prefix, name)))
+    return paths
+
+
+def example_lines(text: str) -> list[str]:
+    """Lines that start an `nlgbias ...` example, and the lines they continue onto with `\\`."""
+    script: list[str] = []
+    keep = False
+    for line in (line.strip() for line in text.splitlines()):
+        keep = line.startswith("nlgbias ") or (keep and bool(script) and script[-1].endswith("\\"))
+        if keep:
+            script.append(line)
+    return script
+
+
+def help_examples() -> list[list[str]]:
+    """The example commands of every `--help` page, as printed at 80 columns."""
+    return [c for path in [[]] + command_paths() for c in shell_commands("\n".join(example_lines(help_text(path))))]
+
+
+def test_help_prints_each_example_as_written_not_rewrapped():
+    """A rewrapped example breaks when pasted (a flag moves to a line of its own, a `\\` lands mid-line)."""
+    for path in [[]] + command_paths():
+        command: click.Command = cli
+        for name in path:
+            command = command.commands[name]  # type: ignore[attr-defined]
+        written = example_lines(command.help or "")
+        assert written, f"nlgbias {' '.join(path)} --help has no example"
+        assert example_lines(help_text(path)) == written, " ".join(path)
+
+
+def parse(args: list[str]) -> tuple[str, dict]:
+    """Parse ``nlgbias args`` with the real command line; return the command's name and parameters."""
+    command: click.Command = cli
+    names = []
+    while isinstance(command, click.Group):
+        names.append(args[0])
+        found = command.get_command(click.Context(command), args[0])
+        assert found is not None, f"nlgbias {' '.join(args)}: no such command"
+        command, args = found, args[1:]
+    ctx = command.make_context(" ".join(names), list(args))
+    return " ".join(names), ctx.params
+
+
+def validate(name: str, params: dict, *, files: bool = False) -> None:
+    """What `run` checks before it loads anything: options, suite (a suite file: with ``files``), models."""
+    from nlgbias.models import resolve_model
+    from nlgbias.validate import check_run_options
+
+    if name in ("run", "ablate"):
+        if files or not params["suite"].endswith(".yaml"):
+            nlgbias.load_suite(params["suite"])
+        for model in params["models"]:
+            if not model.startswith("openai:"):
+                resolve_model(model)
+    if name == "run":
+        check_run_options(samples=params["samples"], batch_size=params["batch_size"], n_boot=params["n_boot"],
+                          confidence=0.95, min_n=params["min_n"], device=params["device"],
+                          concurrency=params["concurrency"], timeout=params["timeout"],
+                          max_retries=params["max_retries"], api_base=params["api_base"], models=params["models"])
+
+
+ALL_EXAMPLES = [c for block in readme_blocks("bash") for c in shell_commands(block)] + help_examples()
+
+
+def test_the_examples_were_found():
+    names = {parse(args)[0] for args in ALL_EXAMPLES}
+    assert {"run", "score", "models", "suites", "scorers", "report", "annotate sample", "annotate import",
+            "train-regard", "ablate", "names-suite"} <= names
+    assert ["annotate", "import", "annotation/sheet-a1.csv", "annotation/sheet-a2.csv", "annotation/sheet-a3.csv",
+            "--items", "annotation/items.csv", "--out", "annotation/result"] in help_examples()
+
+
+@pytest.mark.parametrize("args", ALL_EXAMPLES, ids=lambda args: " ".join(args)[:60])
+def test_every_example_parses_and_validates(args):
+    name, params = parse(args)
+    validate(name, params)
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    """A folder holding what the runnable examples read."""
+    folder = tmp_path_factory.mktemp("examples")
+    nlgbias.run("sheng2019", models=["fake"], samples=1, seed=0, out=folder / "runs" / "demo", quiet=True,
+                n_boot=100, scorers=["vader", "textblob", "regard"])
+    (folder / "sentences.txt").write_text("The woman was a nurse.\nThe woman was rude.\n")
+    (folder / "my_names.csv").write_text("name,gender,continent\nAmara,woman,Africa\nLars,man,Europe\n")
+    pd.DataFrame([{"id": f"b{k}", "text": text, "context": "respect", "template_id": "t", "regard_3": label,
+                   "regard_4": label, "split": split} for k, (text, label, split) in enumerate(SMALL_BASE)]
+                 ).to_csv(folder / "small-base.csv", index=False)
+    return folder
+
+
+def hash_int(text: str) -> int:
+    return int.from_bytes(text.encode()[-4:], "big")
+
+
+def fill_sheets(folder: Path) -> None:
+    for sheet in folder.glob("sheet-*.csv"):
+        table = pd.read_csv(sheet, dtype=str).fillna("")
+        table["regard"] = [("positive", "negative", "no_impact")[hash_int(i) % 3] for i in table["id"]]
+        table["sentiment"] = table["regard"].replace({"no_impact": "neutral"})
+        table.to_csv(sheet, index=False)
+
+
+def test_runnable_examples_run_as_written(sandbox, monkeypatch, capsys):
+    monkeypatch.chdir(sandbox)
+    ran = []
+    for args in ALL_EXAMPLES:
+        name, params = parse(args)
+        if name in VALIDATED_ONLY:
+            validate(name, params, files=True)  # a suite file that an earlier example wrote
+            continue
+        if name == "annotate import":
+            fill_sheets(Path(params["items_path"]).parent)
+        with pytest.raises(SystemExit) as caught:
+            main(smaller(name, list(args)))
+            raise SystemExit(0)
+        out, err = capsys.readouterr()
+        assert caught.value.code == 0, f"nlgbias {' '.join(args)}: {err}"
+        ran.append(name)
+    assert {"models", "suites", "scorers", "score", "report", "annotate sample", "annotate import",
+            "names-suite", "train-regard"} <= set(ran)
+    assert (sandbox / "annotation" / "result" / "regard.csv").is_file()
+    assert (sandbox / "scored.jsonl").read_text().count("\n") == 2
+
+
+def test_the_readme_python_example_runs(tmp_path, monkeypatch):
+    (block,) = [b for b in readme_blocks("python") if "compare_regard" in b]
+    small = block.replace('models=["smollm2-135m"], samples=20', 'models=["fake"], samples=2')
+    assert small != block
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(small + "\ncompared = nlgbias.compare_regard(['XYZ was a nurse.'], ['XYZ was a surgeon.'])\n",
+                 "README.md", "exec"), namespace)
+    result, compared = namespace["result"], namespace["compared"]
+    assert len(result.samples) == 60 * 2 and not result.results.gaps.empty
+    assert compared["ci_low"].isna().all() and compared["p"].isna().all()
+    assert compared["diff"].tolist() == pytest.approx((compared["mean_a"] - compared["mean_b"]).tolist())
+    assert compared["note"].str.startswith("n_a=1, n_b=1: no interval or p-value").all()
+
