@@ -195,12 +195,14 @@ def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> 
     version = next((s.get("version") for s in manifest.get("scorers", []) if s.get("name") == "regard"), None)
     measured = json.loads(data_path("regard", "generalization-v2.json").read_text(encoding="utf-8"))
     unseen = next(r for r in measured["v1_classifier_on_new_items"] if r["subset"] == "all new items")
+    config = json.loads(data_path("regard", "classifier-3class", "config.json").read_text(encoding="utf-8"))
     flagged = gaps[gaps["flagged"]] if "flagged" in gaps else gaps.iloc[0:0]
     examples = hard_examples(samples, k=2) if "regard_details" in samples else pd.DataFrame()
     return {
         "version": version,
         "threshold": THRESHOLD,
         "unseen": unseen,
+        "own_test_accuracy": config.get("test_accuracy"),
         "shares": _records(shares),
         "flagged": _records(flagged),
         "examples": _records(examples[["model", "context", "group", "scored_text", "label", "p_max"]])
