@@ -119,6 +119,7 @@ def parse(args: list[str]) -> tuple[str, dict]:
 
 def validate(name: str, params: dict, *, files: bool = False) -> None:
     """What `run` checks before it loads anything: options, suite (a suite file: with ``files``), models."""
+    from nlgbias.errors import BackendError
     from nlgbias.models import resolve_model
     from nlgbias.validate import check_run_options
 
@@ -127,7 +128,10 @@ def validate(name: str, params: dict, *, files: bool = False) -> None:
             nlgbias.load_suite(params["suite"])
         for model in params["models"]:
             if not model.startswith("openai:"):
-                resolve_model(model)
+                try:
+                    resolve_model(model)
+                except BackendError as exc:  # an optional embedded model whose package is not installed here
+                    assert "not installed; install it with" in str(exc), str(exc)
     if name == "run":
         check_run_options(samples=params["samples"], batch_size=params["batch_size"], n_boot=params["n_boot"],
                           confidence=0.95, min_n=params["min_n"], device=params["device"],
