@@ -282,6 +282,7 @@ CASES = [
     ("annotate-sample-k-positive", ["annotate", "sample", F, "--out", "{base}/ann", "--k-positive", "-1"], "--k-positive -1: must be 0 or more"),
     ("annotate-sample-k-negative", ["annotate", "sample", F, "--out", "{base}/ann", "--k-negative", "-1"], "--k-negative -1: must be 0 or more"),
     ("annotate-sample-k-neutral", ["annotate", "sample", F, "--out", "{base}/ann", "--k-neutral", "-2"], "--k-neutral -2: must be 0 or more"),
+    ("annotate-sample-low-confidence", ["annotate", "sample", F, "--out", "{base}/ann", "--low-confidence", "-1"], "--low-confidence -1: must be 0 or more"),
     ("annotate-sample-all-zero", ["annotate", "sample", F, "--out", "{base}/ann", "--k-positive", "0", "--k-negative", "0"], "--k-positive"),
     ("annotate-sample-format", ["annotate", "sample", F, "--out", "{base}/ann", "--format", "xml"], "Invalid value for '--format'"),
     ("annotate-sample-annotators-empty", ["annotate", "sample", F, "--out", "{base}/ann", "--annotators", ","], "--annotators"),
