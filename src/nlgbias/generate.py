@@ -65,12 +65,15 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
         by_model.setdefault(batch["model"].iloc[0], []).append(batch)
     for model_id, model_batches in by_model.items():
         backend = load(model_id)
-        if hasattr(backend, "answer_groups"):
-            generated += _fill_as_answered(pd.concat(model_batches), store, backend, params=params,
-                                           progress=progress)
-            continue
-        bar = progress(model_id, sum(len(b) for b in model_batches)) if progress else None
+        answered = hasattr(backend, "answer_groups")
+        if answered:  # server models: only the missing samples, each stored as it arrives
+            rows = pd.concat(model_batches)
+            rows = rows[~rows["generation_id"].isin(store.existing_generations(rows["generation_id"]))]
+        bar = progress(model_id, len(rows) if answered else sum(len(b) for b in model_batches)) if progress else None
         try:
+            if answered:
+                generated += _fill_as_answered(rows, store, backend, params=params, bar=bar)
+                continue
             for batch in model_batches:
                 requests = [GenerationRequest(prompt, params, int(seed))
                             for prompt, seed in zip(batch["prompt"], batch["seed"])]
@@ -94,30 +97,22 @@ def generation_rows(model_id: str, params: SamplingParams, samples) -> list[dict
              "continuation": text} for gid, prompt, seed, text in samples]
 
 
-def _fill_as_answered(rows: pd.DataFrame, store: RunStore, backend, *, params: SamplingParams,
-                      progress: Callable | None) -> int:
-    """Server models: request only the missing samples and store each answer as it arrives.
+def _fill_as_answered(rows: pd.DataFrame, store: RunStore, backend, *, params: SamplingParams, bar) -> int:
+    """Server models: request ``rows`` (the missing samples) and store each answer as it arrives.
 
     A server's sample does not depend on the other requests sent with it, so batches do not
     matter there; what matters is that a request that fails for good loses nothing answered.
     """
     model_id = rows["model"].iloc[0]
-    rows = rows[~rows["generation_id"].isin(store.existing_generations(rows["generation_id"]))]
     ids, prompts, seeds = list(rows["generation_id"]), list(rows["prompt"]), [int(s) for s in rows["seed"]]
-    bar = progress(model_id, len(ids)) if progress else None
+    requests = [GenerationRequest(prompt, params, seed) for prompt, seed in zip(prompts, seeds)]
     stored = 0
-    try:
-        requests = [GenerationRequest(prompt, params, seed) for prompt, seed in zip(prompts, seeds)]
-        for answers in backend.answer_groups(requests):
-            store.add_generations(generation_rows(model_id, params,
-                                                  ((ids[i], prompts[i], seeds[i], text) for i, text in answers)))
-            stored += len(answers)
-            if bar:
-                bar.update(len(answers))
-    finally:
+    for answers in backend.answer_groups(requests):
+        store.add_generations(generation_rows(model_id, params,
+                                              ((ids[i], prompts[i], seeds[i], text) for i, text in answers)))
+        stored += len(answers)
         if bar:
-            bar.close()
-        backend.close()
+            bar.update(len(answers))
     return stored
 
 
