@@ -14,7 +14,10 @@ class FakeServer:
 
     Script entries: ``("status", code)``, ``("status", code, retry_after)``,
     ``("status", code, retry_after, message)`` (retry_after None: no header), ``("sleep", seconds)``
-    (delay before a normal answer), ``("bad_json",)``.  ``logprobs=False`` omits log-probabilities.
+    (delay before a normal answer), ``("bad_json",)``, ``("stop",)`` (drop the connection without an
+    answer and stop listening: later requests find the port closed, "connection refused").
+    ``logprobs=False`` omits log-probabilities.  An answer is a function of (prompt, seed) only, so
+    several servers answer a request alike.
     """
 
     def __init__(self, script=(), *, logprobs: bool = True, delay: float = 0.0) -> None:
@@ -27,6 +30,7 @@ class FakeServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
+        self.stopped = False
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -60,11 +64,23 @@ class FakeServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop listening (idempotent): requests from now on are refused."""
+        with self.lock:
+            if self.stopped:
+                return
+            self.stopped = True
         self.httpd.shutdown()
         self.httpd.server_close()
 
     def handle(self, handler, action, body) -> None:
         kind = action[0]
+        if kind == "stop":
+            handler.close_connection = True  # no answer: the client sees the connection dropped
+            threading.Thread(target=self.stop, daemon=True).start()
+            return
         if kind == "status":
             message = action[3] if len(action) > 3 else f"injected {action[1]}"
             payload = json.dumps({"error": {"message": message}}).encode()

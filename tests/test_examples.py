@@ -136,7 +136,8 @@ def validate(name: str, params: dict, *, files: bool = False) -> None:
         check_run_options(samples=params["samples"], batch_size=params["batch_size"], n_boot=params["n_boot"],
                           confidence=0.95, min_n=params["min_n"], device=params["device"],
                           concurrency=params["concurrency"], timeout=params["timeout"],
-                          max_retries=params["max_retries"], api_base=params["api_base"], models=params["models"])
+                          max_retries=params["max_retries"], api_base=params["api_base"], models=params["models"],
+                          cooldown=params["cooldown"])
 
 
 ALL_EXAMPLES = [c for block in readme_blocks("bash") for c in shell_commands(block)] + help_examples()

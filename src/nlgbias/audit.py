@@ -35,6 +35,7 @@ from nlgbias.keys import config_id, text_hash
 from nlgbias.metrics import Results
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
 from nlgbias.models.plan import plan_samples
+from nlgbias.models.servers import with_earlier_answers
 from nlgbias.progress import Progress
 from nlgbias.sampling import SamplingParams
 from nlgbias.scorers import get_scorer
@@ -105,7 +106,8 @@ class RunConfig:
         options = backend_options or BackendOptions()
         check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
                           device=options.device, concurrency=options.concurrency, timeout=options.timeout,
-                          max_retries=options.max_retries, api_base=options.api_base, models=models)
+                          max_retries=options.max_retries, api_base=options.api_base, models=models,
+                          cooldown=options.cooldown)
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise InputError(f"{option('--samples', samples)}: must be a whole number of at least 1")
         if batch_size < 1:
@@ -227,7 +229,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     scorers : sequence of str, optional
         Default: the suite's scorers.  Unavailable ones are reported, never faked.
     backend_options : BackendOptions, optional
-        dtype, device, server URL, key variable, concurrency, timeout, retries.
+        dtype, device, server URLs, key variable, concurrency per server, timeout, retries, cool-down.
     n_boot, confidence, min_n : statistics settings (see :func:`nlgbias.metrics.compute_metrics`).
     quiet : bool
         No progress bars or notes.
@@ -264,15 +266,21 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
     with RunStore(out / "store.sqlite") as store:
         started = store.start_run(run_id, config.identity())
         by_id = {r.model_id: r for r in config.refs}
+        loaded: dict[str, tuple] = {}  # model id -> (backend, its info stored by an earlier invocation)
 
         def load(model_id: str):
             progress.note(f"loading {model_id} ...")
             backend = load_backend(by_id[model_id], config.options)
+            loaded[model_id] = (backend, store.model_info(model_id, by_id[model_id].fingerprint))
             store.save_model_info(model_id, by_id[model_id].fingerprint, backend.info)
             return backend
 
         stage = _generation_stage if config.params is not None else _probability_stage
-        tables, generated = stage(config, store, load=load, progress=progress, clock=clock)
+        try:
+            tables, generated = stage(config, store, load=load, progress=progress, clock=clock)
+        finally:  # what each server answered, also when the run stops on an error
+            for model_id, (backend, earlier) in loaded.items():
+                store.save_model_info(model_id, by_id[model_id].fingerprint, with_earlier_answers(earlier, backend.info))
         finished = store.finish_run(run_id)
         model_infos = [{"model": r.model_id, "backend": r.backend, "fingerprint": r.fingerprint,
                         **(store.model_info(r.model_id, r.fingerprint) or r.info)} for r in config.refs]

@@ -78,20 +78,25 @@ def cli() -> None:
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
               help="Sampling precision of local models (bfloat16 is faster; texts then depend on --batch-size).")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:1 ... (local models).")
-@click.option("--api-base", default=None, help="Base URL of an OpenAI-compatible server [env NLGBIAS_API_BASE].")
+@click.option("--api-base", multiple=True, metavar="URL",
+              help="Base URL of an OpenAI-compatible server [env NLGBIAS_API_BASE]. Several servers of the same "
+                   "model: repeat it or separate URLs with commas; requests spread over them.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="Environment variable that holds the server's API key (the key itself is never written).")
-@click.option("--concurrency", type=int, default=8, show_default=True, help="Requests in flight (server models).")
+@click.option("--concurrency", type=int, default=8, show_default=True,
+              help="Requests in flight per server (server models).")
 @click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds per request (server models).")
 @click.option("--max-retries", type=int, default=5, show_default=True, help="Retries on 429/5xx/timeouts.")
+@click.option("--cooldown", type=float, default=60.0, show_default=True,
+              help="Seconds a server that failed its retries stays out of rotation (several --api-base).")
 @click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap replicates per CI.")
 @click.option("--min-n", type=int, default=30, show_default=True, help="Cells with fewer samples are flagged.")
 @click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
 @click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
 def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
-        dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, n_boot, min_n, bls_mapping,
-        force) -> None:
+        dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, cooldown, n_boot, min_n,
+        bls_mapping, force) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -110,9 +115,9 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
 
     check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=0.95, min_n=min_n,
                       device=device, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
-                      api_base=api_base, models=models)
-    options = BackendOptions(dtype=dtype, device=device, api_base=api_base, api_key_env=api_key_env,
-                             concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+                      api_base=api_base, models=models, cooldown=cooldown)
+    options = BackendOptions(dtype=dtype, device=device, api_base=api_base or None, api_key_env=api_key_env,
+                             concurrency=concurrency, timeout=timeout, max_retries=max_retries, cooldown=cooldown)
     result = run_audit(suite, models=list(models) or ["smollm2-135m"], samples=samples, seed=seed, out=out,
                        batch_size=batch_size, max_new_tokens=max_new_tokens, temperature=temperature,
                        top_k=top_k, top_p=top_p, scorers=list(scorers) or None, backend_options=options,

@@ -86,8 +86,37 @@ def check_url(url: str, where: str) -> None:
                          f"http://127.0.0.1:8000/v1")
 
 
+def server_urls(value, where: str) -> list[str]:
+    """The base URLs of ``--api-base`` values: one URL, a comma-separated list, or a sequence of either.
+
+    Each URL is checked (:func:`check_url`), its trailing ``/`` dropped; an empty item and the
+    same URL twice are refused, in one line that names ``where``.
+
+    >>> server_urls("http://a:8000/v1, http://b:8000/v1/", "--api-base")
+    ['http://a:8000/v1', 'http://b:8000/v1']
+    """
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        raise InputError(f"{where}: {value!r} is not a server URL or a list of them")
+    urls: list[str] = []
+    for text in values:
+        items = [item.strip() for item in text.split(",")]
+        if "" in items:
+            raise InputError(f"{where}: {text!r} has an empty item; separate server URLs with single commas, e.g. "
+                             f"http://127.0.0.1:8000/v1,http://127.0.0.1:8001/v1")
+        for url in items:
+            check_url(url, where)
+            url = url.rstrip("/")
+            if url in urls:
+                raise InputError(f"{where}: {url} is given twice; give each server once")
+            urls.append(url)
+    if not urls:
+        raise InputError(f"{where}: give at least one server URL")
+    return urls
+
+
 def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device, concurrency, timeout,
-                      max_retries, api_base=None, models=(), flags: bool | None = None) -> None:
+                      max_retries, api_base=None, models=(), cooldown=60.0, flags: bool | None = None) -> None:
     """Every numeric and device option of a run, checked before anything loads."""
     flags = _flags(flags)
     at_least(samples, 1, "samples", flags=flags)
@@ -103,12 +132,13 @@ def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device,
     if timeout <= 0:
         raise InputError(f"{_name('timeout', flags)}{' ' if flags else ''}{timeout}: must be more than 0 seconds")
     at_least(max_retries, 0, "max_retries", flags=flags)
+    at_least(cooldown, 0, "cooldown", flags=flags, whole=False, why=" seconds")
     check_device(device, flags=flags)
     if api_base:
-        check_url(api_base, f"{_name('api_base', flags).rstrip('=')}")
+        server_urls(api_base, f"{_name('api_base', flags).rstrip('=')}")
     for spec in models:
         if isinstance(spec, str) and spec.startswith("openai:") and "@" in spec:
             check_url(spec.partition("@")[2], f"--model {spec}" if flags else f"models=[{spec!r}]")
 
 
-__all__ = ["at_least", "check_device", "check_url", "check_run_options", "within"]
+__all__ = ["at_least", "check_device", "check_url", "check_run_options", "server_urls", "within"]

@@ -1,12 +1,15 @@
 """Backend for OpenAI-compatible completion servers (vLLM, llama.cpp server, Ollama, hosted APIs).
 
 Each sample is one ``POST {base_url}/completions`` with its own ``seed``, so servers that honour
-seeds reproduce samples.  Requests run on a bounded thread pool.  Failures that may pass
+seeds reproduce samples.  Requests run on a bounded thread pool; with several base URLs (copies
+of one model, e.g. one vLLM server per GPU) they spread over the servers, and a server that
+fails its retries is taken out of rotation for a while (:mod:`nlgbias.models.servers`).  Failures that may pass
 (HTTP 429, 5xx, timeouts, refused or reset connections) are retried with exponential backoff,
 waiting what ``Retry-After`` asks when the server sends it; after ``max_retries`` retries the
 backend gives up with one clear error that names the endpoint.  A malformed or non-object JSON
 body counts as such a failure (a proxy or an overloaded server can cut a body short); other
-HTTP errors (401, 404, ...) fail at once.
+HTTP errors (401, 404, ...) fail at once.  With several servers the backend gives up only when
+every server is down.
 
 :meth:`OpenAIBackend.answer_groups` hands answers back as they arrive, so a run can store
 each one at once: requests are independent, so nothing depends on how they are grouped.
@@ -17,29 +20,23 @@ and is only ever put in the ``Authorization`` header: never in info, errors or o
 
 from __future__ import annotations
 
-import contextvars
 import email.utils
 import json
 import os
-import queue
 import random
 import socket
 import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from nlgbias.errors import BackendError, option
 from nlgbias.models.backend import GenerationRequest
+from nlgbias.models.servers import GiveUp, Server, ServerPool, TakenOut
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_RETRY_AFTER = 300.0
-
-
-class GiveUp(BackendError):
-    """The server kept failing after every retry."""
 
 
 class OpenAIBackend:
@@ -49,12 +46,13 @@ class OpenAIBackend:
     ----------
     model : str
         The served model name sent as ``model``.
-    base_url : str
-        E.g. ``http://127.0.0.1:8000/v1`` (vLLM), ``http://127.0.0.1:11434/v1`` (Ollama).
+    base_url : str or sequence of str
+        E.g. ``http://127.0.0.1:8000/v1`` (vLLM), ``http://127.0.0.1:11434/v1`` (Ollama); several
+        URLs: servers of the same model, requests spread over them.
     api_key_env : str, default="OPENAI_API_KEY"
         Name of the environment variable holding the key (unset: no Authorization header).
     concurrency : int, default=8
-        Requests in flight at once.
+        Requests in flight at once, per server.
     timeout : float, default=60
         Seconds to wait for one response.
     max_retries : int, default=5
@@ -64,20 +62,26 @@ class OpenAIBackend:
     send_top_k : bool, default=True
         Send ``top_k`` (vLLM, llama.cpp and Ollama accept it; OpenAI's hosted API does not:
         set ``--top-k 0`` there).
+    cooldown : float, default=60
+        Seconds a server that failed its retries stays out of rotation (several servers).
     """
 
-    def __init__(self, model: str, *, base_url: str, model_id: str | None = None,
+    def __init__(self, model: str, *, base_url: str | Sequence[str], model_id: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8, timeout: float = 60.0,
                  max_retries: int = 5, backoff: float = 1.0, max_backoff: float = 60.0,
-                 send_top_k: bool = True) -> None:
+                 send_top_k: bool = True, cooldown: float = 60.0) -> None:
         if concurrency < 1:
             raise BackendError(f"{option('--concurrency', concurrency)}: must be at least 1")
         if max_retries < 0:
             raise BackendError(f"{option('--max-retries', max_retries)}: must be 0 or more")
         if not timeout > 0:
             raise BackendError(f"{option('--timeout', timeout)}: must be more than 0 seconds")
+        if not cooldown >= 0:
+            raise BackendError(f"{option('--cooldown', cooldown)}: must be 0 or more seconds")
+        urls = [base_url] if isinstance(base_url, str) else list(base_url)
         self.model = model
-        self.base_url = base_url.rstrip("/")
+        self.pool = ServerPool([url.rstrip("/") for url in urls], concurrency=concurrency, cooldown=cooldown)
+        self.base_url = self.pool.servers[0].url
         self.model_id = model_id or f"openai:{model}"
         self.api_key_env = api_key_env
         self.concurrency = concurrency
@@ -88,74 +92,44 @@ class OpenAIBackend:
         self.send_top_k = send_top_k
         self.stats = {"requests": 0, "retries": 0}
         self._lock = threading.Lock()
-        self.info = {"backend": "openai-http", "base_url": self.base_url, "model": model,
-                     "api_key_env": api_key_env, "concurrency": concurrency, "timeout_s": timeout,
-                     "max_retries": max_retries}
+        self._info = {"backend": "openai-http", "base_url": self.base_url, "model": model,
+                      "api_key_env": api_key_env, "concurrency": concurrency, "timeout_s": timeout,
+                      "max_retries": max_retries, "cooldown_s": cooldown}
+
+    @property
+    def info(self) -> dict:
+        """What the manifest records: settings, and per server the requests it answered (never the key)."""
+        return {**self._info, "servers": self.pool.counts()}
 
     # -- public interface --------------------------------------------------------------------
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
         """One completion per request, in order; see :class:`~nlgbias.models.backend.Backend`."""
-        return self._map(self._complete, list(requests))
+        return self._ordered(self._complete, list(requests))
 
     def answer_groups(self, requests: Sequence[GenerationRequest]) -> Iterator[list[tuple[int, str]]]:
         """Yield ``[(request index, text), ...]`` as answers arrive (all that arrived together).
 
-        With ``concurrency`` requests in flight.  When one request fails for good, no new
-        request starts, the ones in flight finish (their answers are still yielded), and then
-        the first error is raised: an answered request is never thrown away.
+        With ``concurrency`` requests in flight per server.  A request whose server fails its
+        retries is sent again to another server; when every server is down, or one request fails
+        for good (HTTP 401, 404, ...), no new request starts, the ones in flight finish (their
+        answers are still yielded), and then the error is raised: an answered request is never
+        thrown away.
         """
-        requests = list(requests)
-        if not requests:
-            return
-        arrived: queue.Queue = queue.Queue()
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)))
-        futures = []
-        for index, request in enumerate(requests):
-            future = pool.submit(contextvars.copy_context().run, self._complete, request)  # the caller's wording
-            future.add_done_callback(lambda f, i=index: arrived.put((i, f)))
-            futures.append(future)
-        error: BaseException | None = None
-        remaining = len(futures)
-        try:
-            while remaining:
-                done = [arrived.get()]
-                while True:
-                    try:
-                        done.append(arrived.get_nowait())
-                    except queue.Empty:
-                        break
-                remaining -= len(done)
-                answers = []
-                for index, future in done:
-                    if future.cancelled():
-                        continue
-                    if future.exception() is not None:
-                        if error is None:
-                            error = future.exception()
-                            for other in futures:
-                                other.cancel()  # only those not started yet
-                        continue
-                    answers.append((index, future.result()))
-                if answers:
-                    yield answers
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-        if error is not None:
-            raise error
+        return self.pool.spread(self._complete, requests)
 
     def next_token_logprobs(self, contexts: Sequence[str], targets: Sequence[str]) -> list[float]:
         """Log P(target | context) from the server's prompt log-probabilities (``echo``)."""
         if len(contexts) != len(targets):
             raise ValueError(f"contexts and targets differ in length: {len(contexts)} vs {len(targets)}")
-        return self._map(lambda pair: self._prompt_logprob(*pair), list(zip(contexts, targets)))
+        return self._ordered(lambda pair, server: self._prompt_logprob(*pair, server), list(zip(contexts, targets)))
 
     def close(self) -> None:
         pass
 
     # -- one request -------------------------------------------------------------------------
 
-    def _complete(self, request: GenerationRequest) -> str:
+    def _complete(self, request: GenerationRequest, server: Server) -> str:
         params = request.params
         body: dict[str, Any] = {
             "model": self.model, "prompt": request.prompt, "max_tokens": params.max_new_tokens,
@@ -164,42 +138,45 @@ class OpenAIBackend:
         }
         if self.send_top_k and params.top_k > 0:
             body["top_k"] = params.top_k
-        reply = self._post("/completions", body)
+        reply = self._post("/completions", body, server)
         try:
             text = reply["choices"][0]["text"]
         except (KeyError, IndexError, TypeError):
-            raise BackendError(f"endpoint {self.base_url}/completions: reply has no choices[0].text") from None
+            raise BackendError(f"endpoint {server.url}/completions: reply has no choices[0].text") from None
         if not isinstance(text, str):
-            raise BackendError(f"endpoint {self.base_url}/completions: choices[0].text is not text")
+            raise BackendError(f"endpoint {server.url}/completions: choices[0].text is not text")
         return text
 
-    def _prompt_logprob(self, context: str, target: str) -> float:
+    def _prompt_logprob(self, context: str, target: str, server: Server) -> float:
         if not target:
             raise BackendError("target '': an empty continuation cannot be scored")
         body = {"model": self.model, "prompt": context + target, "max_tokens": 1, "temperature": 0,
                 "echo": True, "logprobs": 1}
-        reply = self._post("/completions", body)
+        reply = self._post("/completions", body, server)
         try:
             logprobs = reply["choices"][0]["logprobs"]
             tokens, values, offsets = logprobs["tokens"], logprobs["token_logprobs"], logprobs["text_offset"]
         except (KeyError, IndexError, TypeError):
-            raise BackendError(f"endpoint {self.base_url}: does not return prompt log-probabilities "
+            raise BackendError(f"endpoint {server.url}: does not return prompt log-probabilities "
                                f"(echo + logprobs); this probe needs a server that does, e.g. vLLM") from None
         start, end = len(context), len(context) + len(target)
         total, used = 0.0, 0
         for token, value, offset in zip(tokens, values, offsets):
             if start <= offset < end:
                 if value is None:
-                    raise BackendError(f"endpoint {self.base_url}: returned no log-probability for {token!r}")
+                    raise BackendError(f"endpoint {server.url}: returned no log-probability for {token!r}")
                 total += float(value)
                 used += 1
         if used == 0:
             raise BackendError(f"target {target!r}: the server's tokens do not cover it")
         return total
 
-    def _post(self, path: str, body: dict) -> dict:
-        """POST JSON with retries; returns the decoded reply or raises BackendError."""
-        url = self.base_url + path
+    def _post(self, path: str, body: dict, server: Server) -> dict:
+        """POST JSON to ``server`` with retries; returns the decoded reply or raises BackendError.
+
+        Stops retrying (:class:`TakenOut`) once the server is taken out of rotation meanwhile.
+        """
+        url = server.url + path
         data = json.dumps(body).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = os.environ.get(self.api_key_env, "")
@@ -207,6 +184,8 @@ class OpenAIBackend:
             headers["Authorization"] = f"Bearer {key}"
         last = ""
         for attempt in range(self.max_retries + 1):
+            if attempt and server.out.is_set():
+                break
             with self._lock:
                 self.stats["requests"] += 1
                 if attempt:
@@ -247,7 +226,9 @@ class OpenAIBackend:
                 break
             if delay is None:
                 delay = min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
-            time.sleep(delay)
+            server.out.wait(delay)  # wakes at once when the server is taken out
+        if server.out.is_set():
+            raise TakenOut(f"endpoint {url}: taken out of rotation; last error: {last}")
         raise GiveUp(f"endpoint {url}: gave up after {self.max_retries + 1} attempts; last error: {last}")
 
     def _hint(self, code: int, detail: str, body: dict, *, key_sent: bool) -> str:
@@ -261,25 +242,13 @@ class OpenAIBackend:
             return f" (the server rejects top_k: rerun with {option('--top-k', 0)}, which leaves it out)"
         return ""
 
-    def _map(self, fn, items: list) -> list:
-        """Apply ``fn`` to every item with at most ``concurrency`` in flight; keep order.
-
-        The first failure cancels what has not started and is raised.
-        """
-        if not items:
-            return []
-        if self.concurrency == 1 or len(items) == 1:
-            return [fn(item) for item in items]
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(items)))
-        try:
-            futures = [pool.submit(contextvars.copy_context().run, fn, item) for item in items]
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            failed = [f for f in futures if f in done and f.exception() is not None]
-            if failed:
-                raise failed[0].exception()
-            return [f.result() for f in futures]
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+    def _ordered(self, fn: Callable, items: list) -> list:
+        """``fn(item, server)`` for every item, spread over the servers; results in item order."""
+        results: list = [None] * len(items)
+        for answers in self.pool.spread(fn, items):
+            for index, value in answers:
+                results[index] = value
+        return results
 
 
 def http_client_errors():

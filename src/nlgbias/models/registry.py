@@ -10,6 +10,8 @@ Accepted forms
     A Hugging Face hub id (needs a reachable hub or a local cache).
 ``openai:NAME`` or ``openai:NAME@URL``
     A model behind an OpenAI-compatible completions server (vLLM, llama.cpp, Ollama, ...).
+    Without ``@URL``, ``--api-base`` may name several servers of the same model; the first
+    one's URL keys the samples, as a single server's does.
 ``fake`` or ``fake:NAME``
     A deterministic text generator for testing pipelines; not a language model.
 
@@ -55,12 +57,13 @@ class BackendOptions:
 
     dtype: str = "float32"
     device: str = "auto"
-    api_base: str | None = None
+    api_base: str | tuple[str, ...] | None = None  # one URL, "URL,URL", or several: see validate.server_urls
     api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 8
+    concurrency: int = 8  # per server
     timeout: float = 60.0
     max_retries: int = 5
     revision: str | None = None
+    cooldown: float = 60.0
 
 
 def _model(spec: str) -> str:
@@ -94,10 +97,14 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
         base = url or options.api_base or os.environ.get("NLGBIAS_API_BASE") or DEFAULT_API_BASE
         if not name:
             raise BackendError(f"{_model(spec)}: name the served model, e.g. openai:llama3@http://127.0.0.1:8000/v1")
-        from nlgbias.validate import check_url
+        from nlgbias.validate import check_url, server_urls
 
-        check_url(base, _model(spec) if url else f"{option('--api-base').rstrip('=')} (or $NLGBIAS_API_BASE)")
-        return ModelRef(spec, "openai", name, f"{base.rstrip('/')}#{name}", {"base_url": base.rstrip("/")})
+        if url:
+            check_url(url, _model(spec))
+            urls = [url.rstrip("/")]
+        else:
+            urls = server_urls(base, f"{option('--api-base').rstrip('=')} (or $NLGBIAS_API_BASE)")
+        return ModelRef(spec, "openai", name, f"{urls[0]}#{name}", {"base_url": urls[0], "base_urls": urls})
     if spec.startswith("hf:"):
         hub_id = spec[3:]
         return ModelRef(spec, "transformers", hub_id, f"hub:{hub_id}@{options.revision or 'main'}", {})
@@ -129,9 +136,9 @@ def load_backend(ref: ModelRef, options: BackendOptions | None = None):
         return backend_cls(ref.source, model_id=ref.model_id, dtype=options.dtype, device=options.device,
                            info=ref.info, revision=options.revision)
     if ref.backend == "openai":
-        return backend_cls(ref.source, base_url=ref.info["base_url"], model_id=ref.model_id,
+        return backend_cls(ref.source, base_url=ref.info["base_urls"], model_id=ref.model_id,
                            api_key_env=options.api_key_env, concurrency=options.concurrency,
-                           timeout=options.timeout, max_retries=options.max_retries)
+                           timeout=options.timeout, max_retries=options.max_retries, cooldown=options.cooldown)
     return backend_cls(model_id=ref.model_id)
 
 
