@@ -162,6 +162,8 @@ class ServerPool:
         return self.servers[position]
 
     def _take_out(self, server: Server, failure: GiveUp) -> None:
+        if server.out.is_set():  # another of its requests took it out already
+            return
         server.failing = True
         server.error = str(failure)
         server.taken_out += 1
