@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -16,11 +17,13 @@ class FakeServer:
     ``("status", code, retry_after, message)`` (retry_after None: no header), ``("sleep", seconds)``
     (delay before a normal answer), ``("bad_json",)``, ``("stop",)`` (drop the connection without an
     answer and stop listening: later requests find the port closed, "connection refused").
-    ``logprobs=False`` omits log-probabilities.  An answer is a function of (prompt, seed) only, so
+    ``logprobs=False`` omits log-probabilities.  ``delay`` seconds pass before every normal answer;
+    with ``capacity``, at most that many requests are worked on at once and the rest wait (a GPU
+    server whose batch is full).  An answer is a function of (prompt, seed) only, so
     several servers answer a request alike.
     """
 
-    def __init__(self, script=(), *, logprobs: bool = True, delay: float = 0.0) -> None:
+    def __init__(self, script=(), *, logprobs: bool = True, delay: float = 0.0, capacity: int | None = None) -> None:
         self.script = list(script)
         self.logprobs = logprobs
         self.delay = delay
@@ -30,6 +33,7 @@ class FakeServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(capacity) if capacity else None
         self.stopped = False
         server = self
 
@@ -95,7 +99,8 @@ class FakeServer:
         if kind == "sleep":
             time.sleep(action[1])
         if self.delay:
-            time.sleep(self.delay)
+            with self.slots or contextlib.nullcontext():
+                time.sleep(self.delay)
         if kind == "bad_json":
             payload = b'{"choices": [{"text": "unterminated'
         else:
