@@ -3,13 +3,13 @@
 Each sample is one ``POST {base_url}/completions`` with its own ``seed``, so servers that honour
 seeds reproduce samples.  Requests run on a bounded thread pool; with several base URLs (copies
 of one model, e.g. one vLLM server per GPU) they spread over the servers, and a server that
-fails its retries is taken out of rotation for a while (:mod:`nlgbias.models.servers`).  Failures that may pass
-(HTTP 429, 5xx, timeouts, refused or reset connections) are retried with exponential backoff,
-waiting what ``Retry-After`` asks when the server sends it; after ``max_retries`` retries the
-backend gives up with one clear error that names the endpoint.  A malformed or non-object JSON
-body counts as such a failure (a proxy or an overloaded server can cut a body short); other
-HTTP errors (401, 404, ...) fail at once.  With several servers the backend gives up only when
-every server is down.
+fails its retries is taken out of rotation for a while (:mod:`nlgbias.models.servers`).
+Failures that may pass (HTTP 429, 5xx, timeouts, refused or reset connections) are retried with
+exponential backoff, waiting what ``Retry-After`` asks when the server sends it; after
+``max_retries`` retries the backend gives up with one clear error that names the endpoint.  A
+malformed or non-object JSON body counts as such a failure (a proxy or an overloaded server can
+cut a body short); other HTTP errors (401, 404, ...) fail at once.  With several servers the
+backend gives up only when every server is down.
 
 :meth:`OpenAIBackend.answer_groups` hands answers back as they arrive, so a run can store
 each one at once: requests are independent, so nothing depends on how they are grouped.
