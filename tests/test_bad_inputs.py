@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from nlgbias.annotation import read_sheet
 from nlgbias.cli import main
 
 OK_SUITE = "suite: ok\ngroups:\n  - {id: a, text: The A, attributes: {axis: g}}\n  - {id: b, text: The B, attributes: {axis: g}}\ntemplates:\n  - {id: t, context: c, text: '{group} was'}\n"
@@ -58,7 +59,7 @@ def world(tmp_path_factory):
     items = pd.read_csv(annotation / "items.csv", dtype=str)
     w["items"] = annotation / "items.csv"
     w["sheet"] = annotation / "sheet-a1.csv"
-    sheet = pd.read_csv(w["sheet"], dtype=str, keep_default_na=False)
+    sheet = read_sheet(w["sheet"])
     filled = sheet.assign(regard="positive", sentiment="positive")
     inputs = base / "inputs"
     inputs.mkdir()

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import nlgbias
+from nlgbias.annotation import read_sheet
 from test_cli import assert_one_line_error, call
 
 
@@ -46,7 +47,7 @@ def test_annotate_sample_then_import_through_the_cli(capsys, fake_run, tmp_path)
     regard = {i: ("positive" if k % 2 else "negative") for k, i in enumerate(items["id"])}
     for annotator in ("a1", "a2", "a3"):
         path = tmp_path / f"sheet-{annotator}.csv"
-        sheet = pd.read_csv(path, dtype=str).fillna("")
+        sheet = read_sheet(path)
         sheet["regard"] = sheet["id"].map(regard) if annotator != "a3" else "no_impact"
         sheet["sentiment"] = "neutral"
         sheet.to_csv(path, index=False)
@@ -128,7 +129,7 @@ def test_annotation_round_trip_sample_fill_import_train_score(capsys, fake_run, 
     regard = {i: ("no_impact" if k % 3 == 0 else v) for k, (i, v) in enumerate(zip(items["id"], items["vader_label"]))}
     for annotator in ("a1", "a2"):
         path = tmp_path / f"sheet-{annotator}.csv"
-        sheet = pd.read_csv(path, dtype=str).fillna("")
+        sheet = read_sheet(path)
         sheet["regard"] = sheet["id"].map(regard)
         sheet["sentiment"] = sheet["regard"].replace({"no_impact": "neutral"})
         sheet.to_csv(path, index=False)
