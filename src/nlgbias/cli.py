@@ -312,6 +312,11 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
 
         \b
         nlgbias annotate sample runs/demo --out hard --low-confidence 10
+
+    Excel workbooks with a drop-down list of the allowed labels (CSV sheets name them in notes):
+
+        \b
+        nlgbias annotate sample runs/demo --out annotation-xlsx --format xlsx
     """
     from nlgbias.annotation import sample_run
 
