@@ -34,6 +34,7 @@ from nlgbias.errors import InputError, ScorerUnavailable, StoreError, command_li
 from nlgbias.keys import config_id, text_hash
 from nlgbias.metrics import Results
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
+from nlgbias.models.hf import first_load_note
 from nlgbias.models.plan import plan_samples
 from nlgbias.progress import Progress
 from nlgbias.sampling import SamplingParams
@@ -266,7 +267,8 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
         by_id = {r.model_id: r for r in config.refs}
 
         def load(model_id: str):
-            progress.note(f"loading {model_id} ...")
+            ref = by_id[model_id]
+            progress.note(first_load_note(ref.source, ref.fingerprint, model_id) or f"loading {model_id} ...")
             backend = load_backend(by_id[model_id], config.options)
             store.save_model_info(model_id, by_id[model_id].fingerprint, backend.info)
             return backend
