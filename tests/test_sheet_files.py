@@ -147,6 +147,8 @@ def test_allow_blank_skips_and_counts_unlabelled_rows(tmp_path):
     ("sheet-a.ods", b"PK\x03\x04", "{path}: .ods files cannot be read; save it as 'CSV UTF-8' (Excel) or as .xlsx"),
     ("sheet-a.xlsx", b"not a zip", "{path}: not an .xlsx workbook (File is not a zip file); save it as 'CSV UTF-8' "
                                    "(Excel) or as .xlsx"),
+    ("sheet-a.csv", b"PK\x03\x04\x14\x00", "{path}: is a workbook, not text; give it the .xlsx ending, or save it as "
+                                         "'CSV UTF-8' (Excel) or as .xlsx"),
     ("sheet-a.csv", b"id|annotator|regard|sentiment\ni0|a|positive|positive\n",
      "{path}:1: missing column 'id'; a sheet's header row has id, annotator, context, text, regard, sentiment "
      "separated by commas, semicolons or tabs (found 'id|annotator|regard|sentiment')"),

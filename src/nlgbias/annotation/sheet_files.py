@@ -134,6 +134,8 @@ def read_sheet_rows(path: Path) -> list[tuple[int, dict]]:
 
 def _decode(path: Path) -> str:
     data = path.read_bytes()
+    if data.startswith(b"PK\x03\x04"):
+        raise InputError(f"{path}: is a workbook, not text; give it the .xlsx ending, or {SAVE_AS}")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16")
     try:
