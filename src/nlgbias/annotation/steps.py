@@ -101,6 +101,8 @@ def import_labels(sheets: Sequence[str | Path], *, items_path: str | Path, out: 
         other, kept``), ``classifier`` (per scorer) and ``files`` (the paths written).
     """
     items_path, out = Path(items_path), Path(out)
+    if ties not in ("drop", "mark"):
+        raise InputError(f"{option('--ties', ties)}: use drop or mark")
     if not items_path.is_file():
         raise InputError(f"{option('--items', str(items_path), keyword='items_path')}: file not found")
     items = read_items(items_path)
