@@ -188,3 +188,11 @@ def test_correlation_table_like_table_5():
     y = regard["label"].map({"negative": -1, "neutral": 0, "positive": 1})
     assert table.loc[("VADER pred. vs regard ann.", "both"), "rho"] == pytest.approx(stats.spearmanr(x, y).statistic)
     assert table.loc[("VADER pred. vs regard ann.", "respect"), "n"] == 4
+
+
+def test_import_labels_checks_ties_from_python(tmp_path):
+    from nlgbias.annotation import import_labels
+
+    with pytest.raises(InputError, match=r"^ties='coin': use drop or mark$"):
+        import_labels([tmp_path / "sheet-a.csv"], items_path=tmp_path / "items.csv", out=tmp_path / "out", ties="coin")
+    assert not (tmp_path / "out").exists()
