@@ -12,7 +12,7 @@ from scipy import stats
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from nlgbias.annotation import (adjudicate, agreement, amiaa, annotation_sample, apiaa, correlation_table,
-                                export_sheets, import_sheets)
+                                export_sheets, import_sheets, read_sheet)
 from nlgbias.errors import InputError
 
 
@@ -54,7 +54,7 @@ def filled_sheets(tmp_path, labels_by_annotator, fmt="csv"):
     sheets = [p for p in paths if p.name.startswith("sheet-")]
     for path, (name, labels) in zip(sheets, labels_by_annotator.items()):
         if fmt == "csv":
-            sheet = pd.read_csv(path, dtype=str).fillna("")
+            sheet = read_sheet(path)
         else:
             sheet = pd.DataFrame([json.loads(line) for line in path.read_text().splitlines()])
         lookup = dict(zip(items["id"], labels))
@@ -101,7 +101,8 @@ def test_import_errors_name_file_and_row(tmp_path):
           f"{sheet}:2: annotator 'a9' does not match the sheet's annotator 'a1'")
     fails("\n".join([lines[0], "zzz" + lines[1][lines[1].index(","):], lines[2]]) + "\n",
           f"{sheet}:2: unknown id zzz; it is not in the exported items")
-    fails(original.replace("sentiment", "feeling"), f"{sheet}:1: missing column 'sentiment'; a sheet has id, annotator, context, text, regard, sentiment")
+    fails(original.replace("sentiment", "feeling"), f"{sheet}:1: missing column 'sentiment'; a sheet's header row has id, annotator, context, text, regard, "
+          "sentiment (found 'id', 'annotator', 'context', 'text', 'regard', 'feeling')")
 
 
 def random_labels(n_items=60, annotators=("a", "b", "c"), seed=0):
@@ -187,3 +188,11 @@ def test_correlation_table_like_table_5():
     y = regard["label"].map({"negative": -1, "neutral": 0, "positive": 1})
     assert table.loc[("VADER pred. vs regard ann.", "both"), "rho"] == pytest.approx(stats.spearmanr(x, y).statistic)
     assert table.loc[("VADER pred. vs regard ann.", "respect"), "n"] == 4
+
+
+def test_import_labels_checks_ties_from_python(tmp_path):
+    from nlgbias.annotation import import_labels
+
+    with pytest.raises(InputError, match=r"^ties='coin': use drop or mark$"):
+        import_labels([tmp_path / "sheet-a.csv"], items_path=tmp_path / "items.csv", out=tmp_path / "out", ties="coin")
+    assert not (tmp_path / "out").exists()

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from nlgbias.annotation import read_sheet
 from nlgbias.cli import main
 
 OK_SUITE = "suite: ok\ngroups:\n  - {id: a, text: The A, attributes: {axis: g}}\n  - {id: b, text: The B, attributes: {axis: g}}\ntemplates:\n  - {id: t, context: c, text: '{group} was'}\n"
@@ -58,7 +59,7 @@ def world(tmp_path_factory):
     items = pd.read_csv(annotation / "items.csv", dtype=str)
     w["items"] = annotation / "items.csv"
     w["sheet"] = annotation / "sheet-a1.csv"
-    sheet = pd.read_csv(w["sheet"], dtype=str, keep_default_na=False)
+    sheet = read_sheet(w["sheet"])
     filled = sheet.assign(regard="positive", sentiment="positive")
     inputs = base / "inputs"
     inputs.mkdir()
@@ -72,6 +73,13 @@ def world(tmp_path_factory):
     items.drop(columns=["id"]).to_csv(inputs / "items-noid.csv", index=False)
     items.head(0).to_csv(inputs / "items-header.csv", index=False)
     pd.concat([items, items.head(1)]).to_csv(inputs / "items-dup.csv", index=False)
+    for name, content in {"ods": ("sheet-a1.ods", b"PK\x03\x04"), "notxlsx": ("sheet-a1.xlsx", b"not a zip"),
+                          "encoding": ("sheet-a1.csv", b"id,annotator,regard,sentiment\r\nx,a1,\x81\x8d,x\r\n"),
+                          "pipes": ("sheet-a1.csv", b"id|annotator|regard|sentiment\ni0|a1|positive|positive\n")}.items():
+        (inputs / name).mkdir()
+        (inputs / name / content[0]).write_bytes(content[1])
+    (inputs / "blank").mkdir()
+    sheet.to_csv(inputs / "blank" / "sheet-a1.csv", sep=";", index=False, encoding="cp1252")
     (inputs / "items-latin.csv").write_bytes("id,context,vader_label\ncaf\xe9,c,positive\n".encode("latin-1"))
     (inputs / "items-garbage.csv").write_text('id,context,vader_label\n"unterminated,c\n')
     # damaged copies of the finished run, one file each
@@ -307,7 +315,12 @@ CASES = [
     ("annotate-import-sheet-unknown-id", ["annotate", "import", "{base}/inputs/unknown/sheet-a1.csv", "--items", "{items}", "--out", "{base}/res"], "unknown id nope"),
     ("annotate-import-sheet-empty-id", ["annotate", "import", "{base}/inputs/noid/sheet-a1.csv", "--items", "{items}", "--out", "{base}/res"], "id is empty"),
     ("annotate-import-sheet-bad-label", ["annotate", "import", "{base}/inputs/badlabel/sheet-a1.csv", "--items", "{items}", "--out", "{base}/res"], "great"),
-    ("annotate-import-sheet-unfilled", ["annotate", "import", "{sheet}", "--items", "{items}", "--out", "{base}/res"], "regard"),
+    ("annotate-import-sheet-unfilled", ["annotate", "import", "{sheet}", "--items", "{items}", "--out", "{base}/res"], "regard is empty (to skip unlabelled rows, pass --allow-blank)"),
+    ("annotate-import-sheet-ods", ["annotate", "import", "{base}/inputs/ods/sheet-a1.ods", "--items", "{items}", "--out", "{base}/res"], "sheet-a1.ods: .ods files cannot be read; save it as 'CSV UTF-8' (Excel) or as .xlsx"),
+    ("annotate-import-sheet-not-xlsx", ["annotate", "import", "{base}/inputs/notxlsx/sheet-a1.xlsx", "--items", "{items}", "--out", "{base}/res"], "sheet-a1.xlsx: not an .xlsx workbook"),
+    ("annotate-import-sheet-encoding", ["annotate", "import", "{base}/inputs/encoding/sheet-a1.csv", "--items", "{items}", "--out", "{base}/res"], "sheet-a1.csv:2: neither UTF-8 nor Windows-1252 text"),
+    ("annotate-import-sheet-separator", ["annotate", "import", "{base}/inputs/pipes/sheet-a1.csv", "--items", "{items}", "--out", "{base}/res"], "separated by commas, semicolons or tabs (found 'id|annotator|regard|sentiment')"),
+    ("annotate-import-allow-blank-nothing", ["annotate", "import", "{base}/inputs/blank/sheet-a1.csv", "--items", "{items}", "--out", "{base}/res", "--allow-blank"], "sheet-a1.csv: no labelled rows"),
     ("annotate-import-ties", ["annotate", "import", "{filled}", "--items", "{items}", "--out", "{base}/res", "--ties", "coin"], "Invalid value for '--ties'"),
     ("annotate-import-no-sheets", ["annotate", "import", "--items", "{items}", "--out", "{base}/res"], "Missing argument 'SHEETS...'"),
     ("annotate-import-out-is-a-file", ["annotate", "import", "{filled}", "--items", "{items}", "--out", "{afile}"], "--out"),

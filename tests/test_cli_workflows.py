@@ -7,8 +7,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.metrics import accuracy_score, cohen_kappa_score, confusion_matrix
 
 import nlgbias
+from nlgbias.annotation import read_sheet
 from test_cli import assert_one_line_error, call
 
 
@@ -46,22 +48,64 @@ def test_annotate_sample_then_import_through_the_cli(capsys, fake_run, tmp_path)
     regard = {i: ("positive" if k % 2 else "negative") for k, i in enumerate(items["id"])}
     for annotator in ("a1", "a2", "a3"):
         path = tmp_path / f"sheet-{annotator}.csv"
-        sheet = pd.read_csv(path, dtype=str).fillna("")
+        sheet = read_sheet(path)
         sheet["regard"] = sheet["id"].map(regard) if annotator != "a3" else "no_impact"
         sheet["sentiment"] = "neutral"
         sheet.to_csv(path, index=False)
     sheets = [str(tmp_path / f"sheet-{a}.csv") for a in ("a1", "a2", "a3")]
     code, out, err = call(capsys, "annotate", "import", *sheets, "--items", str(tmp_path / "items.csv"),
-                        "--out", str(tmp_path / "result"))
+                          "--out", str(tmp_path / "result"), "--no-classifier-check")
     assert code == 0, err
-    assert out.splitlines()[-1] == ("wrote labels, agreement.json, majority labels, correlations.csv and regard.csv "
-                                    f"(for train-regard --data or --extra-data) to {tmp_path / 'result'}")
-    majority = pd.read_csv(tmp_path / "result" / "regard-3class.csv").set_index("id")
+    result = tmp_path / "result"
+    majority = pd.read_csv(result / "regard-3class.csv").set_index("id")
     assert majority.loc[list(regard), "label"].tolist() == list(regard.values())  # two of three agree
-    labels = pd.read_csv(tmp_path / "result" / "labels.csv")
+    assert majority.loc[list(items["id"]), "text"].tolist() == items["text"].tolist()  # items' text and metadata
+    assert list(majority.columns) == ["label", "votes", "n"] + [c for c in items.columns if c != "id"]
+    labels = pd.read_csv(result / "labels.csv")
     assert len(labels) == 3 * len(items)
-    agreement = json.loads((tmp_path / "result" / "agreement.json").read_text())
-    assert out.splitlines()[0].startswith(f"regard: Fleiss kappa {agreement['regard']['fleiss_kappa_6']:.2f} ")
+    agreement = json.loads((result / "agreement.json").read_text())
+    lines = out.splitlines()
+    n = len(items)
+    assert lines[:3] == [f"sheet-{a}.csv ({a}): {n} rows labelled, 0 blank rows skipped, 0 exported ids missing"
+                         for a in ("a1", "a2", "a3")]
+    assert lines[3].startswith(f"regard: Fleiss kappa {agreement['regard']['fleiss_kappa_6']:.2f} ")
+    wide = labels.pivot(index="id", columns="annotator", values="regard")
+    kappas = [f"{a}-{b} {cohen_kappa_score(wide[a], wide[b]):.2f} (n={n})" for a, b in (("a1", "a2"), ("a1", "a3"), ("a2", "a3"))]
+    assert lines[4] == f"  Cohen's kappa per pair: {', '.join(kappas)}"
+    assert kappas[0].startswith("a1-a2 1.00")
+    assert lines[7:11] == [f"regard-3class: {n} of {n} items kept; 0 ties dropped, 0 with majority 'other' left out",
+                           f"regard-4class: {n} of {n} items kept; 0 ties dropped",
+                           f"sentiment-3class: {n} of {n} items kept; 0 ties dropped, 0 with majority 'other' left out",
+                           f"sentiment-4class: {n} of {n} items kept; 0 ties dropped"]
+    assert lines[11:] == [f"wrote labels.csv, agreement.json, regard-3class.csv, regard-4class.csv, sentiment-3class.csv, "
+                          f"sentiment-4class.csv, correlations.csv, regard.csv to {result} (regard.csv is for "
+                          "train-regard --data or --extra-data)"]
+    assert not (result / "classifier-check.json").exists()
+
+    # a3 has labelled only the first three rows of the sheet; a2 has labelled every item but the first
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for annotator, keep in (("a1", None), ("a2", slice(1, None)), ("a3", slice(0, 3))):
+        sheet = read_sheet(tmp_path / f"sheet-{annotator}.csv")
+        if keep is not None:
+            labelled = sheet.iloc[keep].index
+            sheet.loc[~sheet.index.isin(labelled), ["regard", "sentiment"]] = ""
+        sheet.to_csv(partial / f"sheet-{annotator}.csv", index=False)
+    partial_sheets = [str(partial / f"sheet-{a}.csv") for a in ("a1", "a2", "a3")]
+    code, _, err = call(capsys, "annotate", "import", *partial_sheets, "--items", str(tmp_path / "items.csv"),
+                        "--out", str(partial / "result"), "--no-classifier-check")
+    assert code == 2 and err == f"Error: {partial_sheets[1]}:2: regard is empty (to skip unlabelled rows, pass --allow-blank)\n"
+    assert not (partial / "result").exists()
+    code, out, err = call(capsys, "annotate", "import", *partial_sheets, "--items", str(tmp_path / "items.csv"),
+                          "--out", str(partial / "result"), "--no-classifier-check", "--allow-blank")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1:3] == [f"sheet-a2.csv (a2): {n - 1} rows labelled, 1 blank rows skipped, 0 exported ids missing",
+                          f"sheet-a3.csv (a3): 3 rows labelled, {n - 3} blank rows skipped, 0 exported ids missing"]
+    votes = pd.read_csv(partial / "result" / "labels.csv").groupby("id")["regard"].agg(list)
+    ties = sum(len(v) == 2 and v[0] != v[1] for v in votes)  # a1 and a3 alone on a2's blank item can disagree
+    assert lines[7] == (f"regard-3class: {n - ties} of {n} items kept; {ties} ties dropped, "
+                        "0 with majority 'other' left out")
 
 
 def test_annotate_errors(capsys, fake_run, tmp_path):
@@ -128,14 +172,34 @@ def test_annotation_round_trip_sample_fill_import_train_score(capsys, fake_run, 
     regard = {i: ("no_impact" if k % 3 == 0 else v) for k, (i, v) in enumerate(zip(items["id"], items["vader_label"]))}
     for annotator in ("a1", "a2"):
         path = tmp_path / f"sheet-{annotator}.csv"
-        sheet = pd.read_csv(path, dtype=str).fillna("")
+        sheet = read_sheet(path)
         sheet["regard"] = sheet["id"].map(regard)
         sheet["sentiment"] = sheet["regard"].replace({"no_impact": "neutral"})
         sheet.to_csv(path, index=False)
     result = tmp_path / "result"
-    code, _, err = call(capsys, "annotate", "import", str(tmp_path / "sheet-a1.csv"), str(tmp_path / "sheet-a2.csv"),
-                        "--items", str(tmp_path / "items.csv"), "--out", str(result))
+    code, out, err = call(capsys, "annotate", "import", str(tmp_path / "sheet-a1.csv"), str(tmp_path / "sheet-a2.csv"),
+                          "--items", str(tmp_path / "items.csv"), "--out", str(result))
     assert code == 0, err
+
+    # the shipped classifiers (looked up by name) against the majority labels, checked with sklearn
+    checks = {c["scorer"]: c for c in json.loads((result / "classifier-check.json").read_text())}
+    for scorer, task in (("regard", "regard-3class"), ("regard4", "regard-4class")):
+        majority = pd.read_csv(result / f"{task}.csv")
+        predicted = nlgbias.score(majority["text"].tolist(), scorer)["label"]
+        labels = checks[scorer]["labels"]
+        assert labels[:3] == ["negative", "neutral", "positive"]
+        accuracy = accuracy_score(majority["label"], predicted)
+        assert checks[scorer]["accuracy"] == pytest.approx(accuracy) and checks[scorer]["n"] == len(majority)
+        matrix = confusion_matrix(majority["label"], predicted, labels=labels)
+        assert checks[scorer]["confusion"] == matrix.tolist()
+        header = [line for line in out.splitlines() if line.startswith(f"{scorer} classifier (")]
+        assert header == [f"{scorer} classifier ({checks[scorer]['version']}) vs your {task} majority labels: "
+                          f"accuracy {accuracy:.3f} ({int(matrix.trace())} of {len(majority)} items)"]
+        at = out.splitlines().index(header[0])
+        assert out.splitlines()[at + 2].split() == [labels[0], *map(str, matrix[0])]
+    compared = pd.read_csv(result / "classifier-check.csv")
+    assert len(compared) == sum(c["n"] for c in checks.values())
+    assert compared["correct"].sum() == sum(c["correct"] for c in checks.values())
     table = pd.read_csv(result / "regard.csv").set_index("id")
     expected_3 = {i: {"no_impact": "neutral"}.get(v, v) for i, v in regard.items()}
     assert table["regard_3"].to_dict() == expected_3

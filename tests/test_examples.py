@@ -30,6 +30,7 @@ import pytest
 from click.testing import CliRunner
 
 import nlgbias
+from nlgbias.annotation import read_sheet
 from nlgbias.cli import cli, main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,7 +178,7 @@ def hash_int(text: str) -> int:
 
 def fill_sheets(folder: Path) -> None:
     for sheet in folder.glob("sheet-*.csv"):
-        table = pd.read_csv(sheet, dtype=str).fillna("")
+        table = read_sheet(sheet)
         table["regard"] = [("positive", "negative", "no_impact")[hash_int(i) % 3] for i in table["id"]]
         table["sentiment"] = table["regard"].replace({"no_impact": "neutral"})
         table.to_csv(sheet, index=False)

@@ -34,6 +34,7 @@ from nlgbias.errors import InputError, ScorerUnavailable, StoreError, command_li
 from nlgbias.keys import config_id, text_hash
 from nlgbias.metrics import Results
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
+from nlgbias.models.hf import first_load_note
 from nlgbias.models.plan import plan_samples
 from nlgbias.models.servers import with_earlier_answers
 from nlgbias.progress import Progress
@@ -269,7 +270,8 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
         loaded: dict[str, tuple] = {}  # model id -> (backend, its info stored by an earlier invocation)
 
         def load(model_id: str):
-            progress.note(f"loading {model_id} ...")
+            ref = by_id[model_id]
+            progress.note(first_load_note(ref.source, ref.fingerprint, model_id) or f"loading {model_id} ...")
             backend = load_backend(by_id[model_id], config.options)
             loaded[model_id] = (backend, store.model_info(model_id, by_id[model_id].fingerprint))
             store.save_model_info(model_id, by_id[model_id].fingerprint, backend.info)

@@ -302,7 +302,9 @@ def annotate() -> None:
 @click.option("--low-confidence", "k_low", type=int, default=None,
               help="Instead: up to N texts per cell that the regard classifier scored with max probability < 0.6.")
 @click.option("--annotators", default="a1,a2,a3", show_default=True, help="Comma-separated annotator names.")
-@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["csv", "xlsx", "jsonl"]), default="csv", show_default=True,
+              help="Sheet files: csv (UTF-8 with BOM, for any spreadsheet program), xlsx (drop-down label lists; "
+                   "needs openpyxl) or jsonl.")
 def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_low, annotators, fmt) -> None:
     """Sample a run's generations per (model, template, group), mask them, write one sheet per annotator.
 
@@ -315,6 +317,11 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
 
         \b
         nlgbias annotate sample runs/demo --out hard --low-confidence 10
+
+    Excel workbooks with a drop-down list of the allowed labels (CSV sheets name them in notes):
+
+        \b
+        nlgbias annotate sample runs/demo --out annotation-xlsx --format xlsx
     """
     from nlgbias.annotation import sample_run
 
@@ -330,27 +337,65 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for labels, agreement, adjudication.")
 @click.option("--ties", type=click.Choice(["drop", "mark"]), default="drop", show_default=True,
               help="What to do with items without a majority.")
-def annotate_import(sheets, items_path, out, ties) -> None:
-    """Check filled sheets; write labels, agreement figures, majority labels, correlations and regard.csv.
+@click.option("--allow-blank", is_flag=True,
+              help="Accept partial sheets: skip (and count) rows without labels and ids a sheet lacks.")
+@click.option("--no-classifier-check", "no_check", is_flag=True,
+              help="Do not score the texts with the regard classifiers to compare them with the majority labels.")
+def annotate_import(sheets, items_path, out, ties, allow_blank, no_check) -> None:
+    """Check filled sheets; write labels, agreement figures, majority labels, correlations and regard.csv;
+    check the shipped regard classifier against the majority labels.
 
-    regard.csv is a training table: `nlgbias train-regard --extra-data OUT/regard.csv` adds it
-    to the shipped data, `--data OUT/regard.csv` trains on it alone.
+    Sheets may be CSV (comma, semicolon or tab separated; UTF-8, Windows-1252 or UTF-16), xlsx
+    or JSONL, as a spreadsheet program saved them. regard.csv is a training table: `nlgbias
+    train-regard --extra-data OUT/regard.csv` adds it to the shipped data, `--data
+    OUT/regard.csv` trains on it alone.
 
     Example:
 
         \b
         nlgbias annotate import annotation/sheet-a1.csv annotation/sheet-a2.csv annotation/sheet-a3.csv \\
             --items annotation/items.csv --out annotation/result
+
+    Sheets that are not finished yet:
+
+        \b
+        nlgbias annotate import annotation/sheet-a1.csv annotation/sheet-a2.csv --allow-blank \\
+            --items annotation/items.csv --out annotation/partial
     """
     from nlgbias.annotation import import_labels
 
-    figures = import_labels(sheets, items_path=items_path, out=out, ties=ties)
-    for column, f in figures.items():
-        click.echo(f"{column}: Fleiss kappa {f['fleiss_kappa_6']:.2f} (6 categories), {f['fleiss_kappa_3']:.2f} "
-                   f"(3 original); Krippendorff alpha {f['krippendorff_alpha_ordinal_3']:.2f}; "
-                   f"APIAA {f['apiaa']:.2f}; AMIAA {f['amiaa']:.2f}")
-    click.echo(f"wrote labels, agreement.json, majority labels, correlations.csv and regard.csv (for train-regard "
-               f"--data or --extra-data) to {out}")
+    for line in import_summary(import_labels(sheets, items_path=items_path, out=out, ties=ties,
+                                             allow_blank=allow_blank, check_classifier=not no_check), ties=ties):
+        click.echo(line)
+
+
+def import_summary(summary: dict, *, ties: str) -> list[str]:
+    """The lines ``annotate import`` prints for :func:`nlgbias.annotation.import_labels`'s summary."""
+    from nlgbias.annotation.classifier_check import confusion_text
+
+    lines = [f"{Path(s['file']).name} ({s['annotator']}): {s['labelled']} rows labelled, {s['blank']} blank rows "
+             f"skipped, {s['missing']} exported ids missing" for s in summary["sheets"]]
+    for column, f in summary["agreement"].items():
+        lines.append(f"{column}: Fleiss kappa {f['fleiss_kappa_6']:.2f} (6 categories), {f['fleiss_kappa_3']:.2f} "
+                     f"(3 original); Krippendorff alpha {f['krippendorff_alpha_ordinal_3']:.2f}; "
+                     f"APIAA {f['apiaa']:.2f}; AMIAA {f['amiaa']:.2f}")
+        pairs = [f"{pair} {c['kappa']:.2f} (n={c['n']})" for pair, c in f["cohen_kappa"].items()]
+        lines.append(f"  Cohen's kappa per pair: {', '.join(pairs) or 'none (one annotator)'}")
+    for t in summary["majority"]:
+        other = f", {t['other']} with majority 'other' left out" if t["task"].endswith("3class") else ""
+        lines.append(f"{t['task']}: {t['kept']} of {t['items']} items kept; {t['ties']} ties "
+                     f"{'dropped' if ties == 'drop' else 'marked'}{other}")
+    for c in summary["classifier"]:
+        if "skipped" in c:
+            lines.append(f"{c['scorer']} classifier not checked: {c['skipped']}")
+            continue
+        lines.append(f"{c['scorer']} classifier ({c['version']}) vs your {c['task']} majority labels: accuracy "
+                     f"{c['accuracy']:.3f} ({c['correct']} of {c['n']} items)")
+        lines.extend("  " + row for row in confusion_text(c))
+    folder = Path(summary["files"][0]).parent
+    lines.append(f"wrote {', '.join(Path(p).name for p in summary['files'])} to {folder} "
+                 "(regard.csv is for train-regard --data or --extra-data)")
+    return lines
 
 
 @cli.command()

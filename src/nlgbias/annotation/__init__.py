@@ -7,9 +7,10 @@ group mention masked as XYZ, six regard and six sentiment categories, majority v
 from nlgbias.annotation.agreement import adjudicate, agreement, amiaa, apiaa, correlation_table
 from nlgbias.annotation.categories import REGARD, SENTIMENT, to_classes
 from nlgbias.annotation.sample import annotation_sample, item_id, normalise
-from nlgbias.annotation.sheets import export_sheets, guidelines_html, import_sheets, read_items
+from nlgbias.annotation.sheet_files import read_sheet
+from nlgbias.annotation.sheets import export_sheets, guidelines_html, import_sheets, read_items, sheet_labels
 from nlgbias.annotation.steps import import_labels, sample_run, training_table
 
 __all__ = ["REGARD", "SENTIMENT", "adjudicate", "agreement", "amiaa", "annotation_sample", "apiaa",
            "correlation_table", "export_sheets", "guidelines_html", "import_labels", "import_sheets", "item_id",
-           "normalise", "read_items", "sample_run", "to_classes", "training_table"]
+           "normalise", "read_items", "read_sheet", "sample_run", "sheet_labels", "to_classes", "training_table"]

@@ -1,17 +1,19 @@
-"""Annotation sheets: export one per annotator (CSV or JSONL) with the guidelines; import and check.
+"""Annotation sheets: export one per annotator (CSV, xlsx or JSONL) with the guidelines; import and check.
 
 A sheet has the columns ``id, annotator, context, text, regard, sentiment``; annotators fill
 the last two with category names (see :mod:`nlgbias.annotation.categories`).  Each sheet has
-its own seeded item order.  Importing checks every row and stops at the first problem with one
-line naming the file and row: an unknown label, a missing, duplicate or unknown id, or an
-annotator name that does not match the sheet.
+its own seeded item order.  File formats, and reading back what spreadsheet programs saved, are
+in :mod:`nlgbias.annotation.sheet_files`.  Importing checks every row and stops at the first
+problem with one line naming the file and row: an unknown label, a missing, duplicate or unknown
+id, an unlabelled row (unless blank rows are allowed), or an annotator name that does not match
+the sheet.
 """
 
 from __future__ import annotations
 
-import csv
 import html
-import json
+import importlib.util
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -20,12 +22,12 @@ import pandas as pd
 import yaml
 
 from nlgbias.annotation.categories import REGARD, SENTIMENT
-from nlgbias.errors import InputError, option
+from nlgbias.annotation.sheet_files import read_sheet_rows, write_sheet
+from nlgbias.errors import InputError, command_line, option
 from nlgbias.inputs import read_user_text
 from nlgbias.store.export import write_text
 
-SHEET_COLUMNS = ["id", "annotator", "context", "text", "regard", "sentiment"]
-FORMATS = ("csv", "jsonl")
+FORMATS = ("csv", "xlsx", "jsonl")
 
 
 def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequence[str], fmt: str = "csv",
@@ -39,12 +41,16 @@ def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequen
     folder : path
     annotators : sequence of str
         Names, e.g. ``["a1", "a2", "a3"]``.
-    fmt : {"csv", "jsonl"}
+    fmt : {"csv", "xlsx", "jsonl"}
+        CSV is UTF-8 with a byte-order mark and starts with notes naming the allowed labels; xlsx
+        (needs openpyxl) has a drop-down list of them in each label column.
     seed : int
         Each sheet's row order is shuffled with its own seed.
     """
     if fmt not in FORMATS:
-        raise InputError(f"{option('--format', fmt, keyword='fmt')}: use csv or jsonl")
+        raise InputError(f"{option('--format', fmt, keyword='fmt')}: use csv, xlsx or jsonl")
+    if fmt == "xlsx" and importlib.util.find_spec("openpyxl") is None:
+        raise InputError(f"{option('--format', fmt, keyword='fmt')}: needs openpyxl: pip install 'nlgbias[xlsx]'")
     if len(set(annotators)) != len(annotators) or not annotators:
         raise InputError(f"{option('--annotators', ','.join(annotators))}: give distinct names")
     folder = Path(folder)
@@ -56,13 +62,7 @@ def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequen
     for index, name in enumerate(annotators):
         order = np.random.default_rng([seed, index]).permutation(len(items))
         sheet = items.iloc[order][["id", "context", "text"]].assign(annotator=name, regard="", sentiment="")
-        path = folder / f"sheet-{name}.{fmt}"
-        if fmt == "csv":
-            sheet[SHEET_COLUMNS].to_csv(path, index=False)
-        else:
-            write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n"
-                                     for r in sheet[SHEET_COLUMNS].to_dict(orient="records")))
-        paths.append(path)
+        paths.append(write_sheet(folder / f"sheet-{name}.{fmt}", sheet, fmt))
     paths.append(write_text(folder / "guidelines.html", guidelines_html()))
     return paths
 
@@ -102,36 +102,50 @@ def read_items(path: str | Path) -> pd.DataFrame:
 
 
 def import_sheets(paths: Sequence[str | Path], *, items: pd.DataFrame | None = None,
-                  require: Sequence[str] = ("regard", "sentiment")) -> pd.DataFrame:
+                  require: Sequence[str] = ("regard", "sentiment"), allow_blank: bool = False) -> pd.DataFrame:
     """Read and check filled sheets.
 
     Parameters
     ----------
     paths : sequence of path
-        One sheet per annotator (``sheet-<annotator>.csv`` or ``.jsonl``).
+        One sheet per annotator (``sheet-<annotator>.csv``, ``.xlsx`` or ``.jsonl``), as
+        nlgbias wrote it or as a spreadsheet program saved it (see :mod:`nlgbias.annotation.sheet_files`).
     items : pandas.DataFrame, optional
         The exported items; when given, every sheet must label exactly these ids.
     require : sequence of str
         Label columns that must be filled on every row.
+    allow_blank : bool, default=False
+        Accept partial sheets: a row with no label is skipped, a row with one label counts for
+        that label only, and exported ids missing from a sheet are left out.
 
     Returns
     -------
     pandas.DataFrame
-        Long table: ``annotator, id, regard, sentiment`` (one row per annotator and item).
+        Long table: ``annotator, id, regard, sentiment`` (one row per annotator and labelled item).
 
     Raises
     ------
     InputError
         One line: ``<file>:<row>: <what is wrong>``.
     """
+    return sheet_labels(paths, items=items, require=require, allow_blank=allow_blank)[0]
+
+
+def sheet_labels(paths: Sequence[str | Path], *, items: pd.DataFrame | None = None,
+                 require: Sequence[str] = ("regard", "sentiment"),
+                 allow_blank: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`import_sheets`'s labels, and what was read from each sheet: ``file, annotator,
+    labelled, blank`` (rows without a label, skipped) and ``missing`` (exported ids not in the sheet)."""
     frames = []
+    counts = []
     seen_annotators: dict[str, Path] = {}
     expected = set(items["id"]) if items is not None else None
     for path in map(Path, paths):
-        rows = _read_rows(path)
+        rows = read_sheet_rows(path)
         declared = path.stem[len("sheet-"):] if path.stem.startswith("sheet-") else None
         ids: dict[str, int] = {}
         records = []
+        blank = 0
         for number, row in rows:
             where = f"{path}:{number}"
             ident = str(row.get("id") or "").strip()
@@ -142,6 +156,10 @@ def import_sheets(paths: Sequence[str | Path], *, items: pd.DataFrame | None = N
             if expected is not None and ident not in expected:
                 raise InputError(f"{where}: unknown id {ident}; it is not in the exported items")
             ids[ident] = number
+            values = {column: _label(row.get(column)) for column in ("regard", "sentiment")}
+            if allow_blank and not any(values.values()):
+                blank += 1
+                continue
             annotator = str(row.get("annotator") or "").strip()
             if not annotator:
                 raise InputError(f"{where}: annotator is empty")
@@ -151,10 +169,12 @@ def import_sheets(paths: Sequence[str | Path], *, items: pd.DataFrame | None = N
                 raise InputError(f"{where}: annotator {annotator!r} differs from {records[0]['annotator']!r} earlier in this sheet")
             record = {"annotator": annotator, "id": ident}
             for column, categories in (("regard", REGARD), ("sentiment", SENTIMENT)):
-                value = str(row.get(column) or "").strip().lower()
+                value = values[column]
                 if not value:
-                    if column in require:
-                        raise InputError(f"{where}: {column} is empty")
+                    if column in require and not allow_blank:
+                        hint = "" if any(values.values()) else (
+                            f" (to skip unlabelled rows, pass {'--allow-blank' if command_line() else 'allow_blank=True'})")
+                        raise InputError(f"{where}: {column} is empty{hint}")
                     record[column] = None
                     continue
                 if value not in categories:
@@ -162,41 +182,29 @@ def import_sheets(paths: Sequence[str | Path], *, items: pd.DataFrame | None = N
                 record[column] = value
             records.append(record)
         if not records:
-            raise InputError(f"{path}: no rows")
+            raise InputError(f"{path}: no labelled rows" if blank else f"{path}: no rows")
         name = records[0]["annotator"]
         if name in seen_annotators:
             raise InputError(f"{path}: annotator {name!r} already imported from {seen_annotators[name]}")
         seen_annotators[name] = path
-        if expected is not None and set(ids) != expected:
-            missing = sorted(expected - set(ids))
+        missing = sorted(expected - set(ids)) if expected is not None else []
+        if missing and not allow_blank:
             raise InputError(f"{path}: {len(missing)} exported ids are missing, first {missing[0]}")
         frames.append(pd.DataFrame(records))
+        counts.append({"file": str(path), "annotator": name, "labelled": len(records), "blank": blank,
+                       "missing": len(missing)})
     if not frames:
         raise InputError("no sheets given")
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(counts)
 
 
-def _read_rows(path: Path) -> list[tuple[int, dict]]:
-    """(row number as the user sees it, row) pairs; CSV rows count the header as row 1."""
-    text = read_user_text(path)
-    if path.suffix == ".jsonl":
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                raise InputError(f"{path}:{number}: not a JSON object") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{path}:{number}: not a JSON object")
-            rows.append((number, row))
-        return rows
-    reader = csv.DictReader(text.splitlines())
-    missing = [c for c in ("id", "annotator", "regard", "sentiment") if c not in (reader.fieldnames or [])]
-    if missing:
-        raise InputError(f"{path}:1: missing column {missing[0]!r}; a sheet has {', '.join(SHEET_COLUMNS)}")
-    return [(reader.line_num, row) for row in reader]
+def _label(value) -> str:
+    """A label cell as typed: case, surrounding spaces and inner spaces or dashes forgiven.
+
+    >>> _label(" No impact "), _label("mixed-both"), _label(None)
+    ('no_impact', 'mixed_both', '')
+    """
+    return re.sub(r"[\s-]+", "_", str(value or "").strip().lower())
 
 
 def worked_examples() -> dict:

@@ -1,8 +1,9 @@
 """The two file steps of the annotation workflow, as ``nlgbias annotate sample|import`` run them.
 
 ``sample_run``: a finished run's folder -> items, one sheet per annotator, guidelines.
-``import_labels``: filled sheets + items -> labels, agreement, majority labels, correlations, and
-``regard.csv``: the table that ``nlgbias train-regard --data`` (or ``--extra-data``) trains on.
+``import_labels``: filled sheets + items -> labels, agreement, majority labels, correlations,
+``regard.csv`` (the table that ``nlgbias train-regard --data`` or ``--extra-data`` trains on), and
+the shipped regard classifier's accuracy against the majority labels.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import pandas as pd
 
 from nlgbias.annotation.agreement import adjudicate, agreement, correlation_table
 from nlgbias.annotation.sample import annotation_sample, low_confidence_sample
-from nlgbias.annotation.sheets import export_sheets, import_sheets, read_items
+from nlgbias.annotation.classifier_check import classifier_check
+from nlgbias.annotation.sheets import export_sheets, read_items, sheet_labels
 from nlgbias.errors import InputError, option
 from nlgbias.store.export import write_csv, write_json
 
@@ -81,33 +83,60 @@ def training_table(items: pd.DataFrame, labels: pd.DataFrame, *, seed: int = 0) 
 
 
 def import_labels(sheets: Sequence[str | Path], *, items_path: str | Path, out: str | Path,
-                  ties: Literal["drop", "mark"] = "drop", seed: int = 0) -> dict:
+                  ties: Literal["drop", "mark"] = "drop", allow_blank: bool = False, check_classifier: bool = True,
+                  seed: int = 0) -> dict:
     """Check filled sheets against ``items_path`` and write, into ``out``: ``labels.csv``,
-    ``agreement.json``, ``{regard,sentiment}-{3,4}class.csv`` (majority labels),
-    ``correlations.csv`` and ``regard.csv`` (:func:`training_table`, split with ``seed``).
-    Returns the agreement figures per column (``regard``, ``sentiment``)."""
+    ``agreement.json``, ``{regard,sentiment}-{3,4}class.csv`` (majority labels with each item's
+    text and metadata), ``correlations.csv``, ``regard.csv`` (:func:`training_table`, split with
+    ``seed``) and, unless ``check_classifier`` is false, ``classifier-check.json`` and
+    ``classifier-check.csv`` (:func:`nlgbias.annotation.classifier_check.classifier_check`).
+
+    ``allow_blank``: accept partial sheets (see :func:`nlgbias.annotation.import_sheets`).
+
+    Returns
+    -------
+    dict
+        ``sheets`` (per sheet: ``file, annotator, labelled, blank, missing``), ``agreement`` (per
+        label column, :func:`agreement`'s figures), ``majority`` (per task: ``task, items, ties,
+        other, kept``), ``classifier`` (per scorer) and ``files`` (the paths written).
+    """
     items_path, out = Path(items_path), Path(out)
+    if ties not in ("drop", "mark"):
+        raise InputError(f"{option('--ties', ties)}: use drop or mark")
     if not items_path.is_file():
         raise InputError(f"{option('--items', str(items_path), keyword='items_path')}: file not found")
     items = read_items(items_path)
     if out.exists() and not out.is_dir():
         raise InputError(f"{option('--out', str(out))}: is a file; give a folder")
-    labels = import_sheets([Path(s) for s in sheets], items=items)
+    labels, sheet_counts = sheet_labels([Path(s) for s in sheets], items=items, allow_blank=allow_blank)
     training = training_table(items, labels, seed=seed)  # checked before anything is written
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "labels.csv", labels)
+    files = [write_csv(out / "labels.csv", labels)]
     figures = {column: agreement(labels, column) for column in ("regard", "sentiment")}
-    write_json(out / "agreement.json", figures)
-    adjudicated = {}
+    files.append(write_json(out / "agreement.json", figures))
+    adjudicated, tasks = {}, []
+    item_columns = [c for c in items.columns if c != "id"]
     for column in ("regard", "sentiment"):
         for classes in (3, 4):
-            table = adjudicate(labels, column, classes=classes, ties=ties)
+            marked = adjudicate(labels, column, classes=classes, ties="mark")
+            table = marked if ties == "mark" else marked[marked["label"] != "tie"].reset_index(drop=True)
             adjudicated[(column, classes)] = table
-            write_csv(out / f"{column}-{classes}class.csv", table)
-    write_csv(out / "correlations.csv",
-              correlation_table(items, adjudicated[("regard", 3)], adjudicated[("sentiment", 3)]))
-    write_csv(out / "regard.csv", training)
-    return figures
+            voted = labels.dropna(subset=[column])["id"].nunique()
+            n_ties = int((marked["label"] == "tie").sum())
+            tasks.append({"task": f"{column}-{classes}class", "items": int(voted), "ties": n_ties,
+                          "other": int(voted - len(marked)), "kept": int(len(marked) - n_ties)})
+            files.append(write_csv(out / f"{column}-{classes}class.csv", table.merge(items, on="id", how="left")
+                                   [list(table.columns) + item_columns]))
+    files.append(write_csv(out / "correlations.csv",
+                           correlation_table(items, adjudicated[("regard", 3)], adjudicated[("sentiment", 3)])))
+    files.append(write_csv(out / "regard.csv", training))
+    checks: list[dict] = []
+    if check_classifier:
+        checks, compared = classifier_check(items, adjudicated)
+        files.append(write_json(out / "classifier-check.json", checks))
+        files.append(write_csv(out / "classifier-check.csv", compared))
+    return {"sheets": sheet_counts.to_dict("records"), "agreement": figures, "majority": tasks,
+            "classifier": checks, "files": files}
 
 
 __all__ = ["import_labels", "sample_run", "training_table"]
