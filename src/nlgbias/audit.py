@@ -137,7 +137,7 @@ class RunConfig:
     @property
     def analyses(self) -> tuple[str, ...]:
         """The analyses the run performs: the suite's, plus the automatic ones its scorers call for."""
-        return analyses_for(self.suite, [s.name for s in self.scorers])
+        return analyses_for(self.suite, [s.name for s in self.scorers], len(self.refs))
 
     @property
     def analysis(self) -> AnalysisOptions:

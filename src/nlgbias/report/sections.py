@@ -48,6 +48,16 @@ def shares(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | No
     }
 
 
+def gap_differences(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
+    """Each group gap in one model minus the same gap in another, or None for a run with one model."""
+    table = results.table("gap_differences")
+    if table.empty:
+        return None
+    significant = table[table["p_adj"] < SIGNIFICANCE]
+    return {"rows": _records(table), "n_significant": int(len(significant)),
+            "meta": results.meta.get("gap_differences", {}), "mde": low_power(table), "mde_flag": MDE_FLAG}
+
+
 def low_power(gaps: pd.DataFrame) -> dict | None:
     """The comparisons without a significant gap whose MDE exceeds :data:`MDE_FLAG` (or that can see
     no gap at all): ``n`` of ``of``, their MDE range in points and ``none`` (no gap visible);
