@@ -212,9 +212,9 @@ def report_runs(runs: Sequence[str | Path], *, out: str | Path, min_n: int | Non
         if folder.is_dir() and (out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents):
             raise InputError(f"{option('--out', str(out))}: inside the run folder {folder}; a run's files are its "
                              f"own: give a folder outside it")
-    combined = combine_runs(runs, min_n=min_n, confidence=confidence, title=title)
     if out.exists() and not out.is_dir():
         raise InputError(f"{option('--out', str(out))}: is a file; give a folder")
+    combined = combine_runs(runs, min_n=min_n, confidence=confidence, title=title)
     out.mkdir(parents=True, exist_ok=True)
     for number, part in enumerate(combined.parts, start=1):
         folder = out if len(combined.parts) == 1 else out / f"part-{number}"
