@@ -168,7 +168,11 @@ def _analyse(members, *, min_n: int | None, confidence: float | None) -> Part:
                                  f"give one of the two runs")
             owner[model] = folder
     samples = pd.concat([entry[2] for entry, _ in members], ignore_index=True)
-    suite = Suite.from_dict(manifest["suite"])
+    try:
+        suite = Suite.from_dict(manifest["suite"])
+    except (KeyError, TypeError, ValueError):
+        raise InputError(f"{folders[0] / 'manifest.json'}: lacks the resolved suite; rerun the run to rebuild "
+                         f"it") from None
     scorers = [s["name"] for s in manifest.get("scorers", [])]
     models = list(owner)
     statistics = manifest["statistics"]
