@@ -139,7 +139,7 @@ def detectable_gap_difference(ns, *, base_rate: float, alpha: float, power: floa
     at ``base_rate`` (the null): ``(z[1 - alpha/2] + z[power]) * sqrt(p (1 - p) * sum(1/n))``, plus
     a continuity correction of ``sum(1/n) / 4`` for the discrete exact test
     (:func:`~nlgbias.metrics.significance.gap_difference_p`); with it the simulated power at the
-    MDE is 79-82% over the settings of ``docs/statistics.md`` (without it, as low as 73%).
+    MDE is 81-83% over the settings of ``docs/statistics.md`` (without it, as low as 73%).
     ``nan`` when a cell is empty or the MDE exceeds 1.
 
     >>> round(detectable_gap_difference([150] * 4, base_rate=0.2, alpha=0.05), 4)
