@@ -91,8 +91,9 @@ def combine_runs(runs: Sequence[str | Path], *, min_n: int | None = None, confid
         A folder that is not a finished run, a run given twice, a probability (pronoun) run, the
         same model twice in runs with the same settings, a bad ``min_n`` or ``confidence``.
     """
+    runs = [runs] if isinstance(runs, (str, Path)) else list(runs)
     if not runs:
-        raise InputError(f"{option('RUN', keyword='runs')}: give at least one run folder")
+        raise InputError("runs: give at least one run folder")
     if min_n is not None:
         at_least(min_n, 1, "min_n")
     if confidence is not None:
@@ -211,6 +212,7 @@ def report_runs(runs: Sequence[str | Path], *, out: str | Path, min_n: int | Non
     from nlgbias.store.export import write_csv
 
     out = Path(out)
+    runs = [runs] if isinstance(runs, (str, Path)) else list(runs)
     for given in runs:
         folder = Path(given)
         if folder.is_dir() and (out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents):
