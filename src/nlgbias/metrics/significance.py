@@ -98,14 +98,23 @@ def gap_difference_p(first: tuple[int, int, int, int], second: tuple[int, int, i
     if min(na1, nb1, na2, nb2) <= 0:
         return float("nan")
     big1, big2 = na1 + nb1, na2 + nb2
-    x1 = np.arange(max(0, ka1 + kb1 - nb1), min(ka1 + kb1, na1) + 1)
-    pmf1 = stats.hypergeom(big1, ka1 + kb1, na1).pmf(x1)
-    second_side = stats.hypergeom(big2, ka2 + kb2, na2)
+    x1, pmf1 = _hypergeom_support(big1, ka1 + kb1, na1)
+    x2, pmf2 = _hypergeom_support(big2, ka2 + kb2, na2)
+    below = np.concatenate([[0.0], np.cumsum(pmf2)])            # below[j] = P(X2 < x2[j])
+    above = np.concatenate([np.cumsum(pmf2[::-1])[::-1], [0.0]])  # above[j] = P(X2 >= x2[j])
     # The gap of a stratum is linear in its ones on side a: gap(x) - gap(x_obs) = (x - x_obs) * N / (n_a n_b).
     # T >= t_obs  <=>  (X2 - x2_obs) * N2 * d1 <= (x1 - x1_obs) * N1 * d2  with d = n_a n_b, all integers.
     scale1, scale2 = big1 * na2 * nb2, big2 * na1 * nb1
     shift = x1.astype(object) - ka1 if (2 * max(na1, nb1, na2, nb2)) ** 4 > 2 ** 62 else x1 - ka1
     up = shift * scale1
-    p_greater = float(np.sum(pmf1 * second_side.cdf((ka2 + up // scale2).astype(float))))
-    p_less = float(np.sum(pmf1 * second_side.sf((ka2 - (-up // scale2)).astype(float) - 1)))
+    last = (ka2 + up // scale2).astype(np.int64)       # T >= t_obs  <=>  X2 <= last
+    first = (ka2 - (-up // scale2)).astype(np.int64)  # T <= t_obs  <=>  X2 >= first
+    p_greater = float(np.sum(pmf1 * below[np.clip(last - x2[0] + 1, 0, len(x2))]))
+    p_less = float(np.sum(pmf1 * above[np.clip(first - x2[0], 0, len(x2))]))
     return float(min(1.0, 2.0 * min(p_greater, p_less)))
+
+
+def _hypergeom_support(total: int, ones: int, drawn: int) -> tuple[np.ndarray, np.ndarray]:
+    """The support and probabilities of the ones among ``drawn`` of ``total`` items holding ``ones``."""
+    x = np.arange(max(0, ones - (total - drawn)), min(ones, drawn) + 1)
+    return x, np.exp(stats.hypergeom.logpmf(x, total, ones, drawn))  # pmf itself is ~1000x slower in scipy
