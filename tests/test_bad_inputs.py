@@ -291,6 +291,18 @@ CASES = [
     ("report-manifest-garbage", ["report", "{manifest-garbage}"], "manifest.json"),
     ("report-manifest-empty-object", ["report", "{manifest-empty-object}"], "manifest.json: lacks run_id, suite, models, statistics"),
     ("report-manifest-list", ["report", "{manifest-list}"], "manifest.json: holds JSON that is not an object"),
+    # report over several runs (--out)
+    ("report-runs-missing-folder", ["report", F, "{base}/nowhere", "--out", "{base}/both"], "{base}/nowhere: no such run folder"),
+    ("report-runs-same-run-twice", ["report", F, F, "--out", "{base}/both"], "given twice"),
+    ("report-runs-out-inside-a-run", ["report", F, "--out", "{finished}/both"], "inside the run folder {finished}"),
+    ("report-runs-out-is-the-run", ["report", F, "--out", F], "inside the run folder {finished}"),
+    ("report-runs-out-is-a-file", ["report", F, "--out", "{afile}"], "is a file; give a folder"),
+    ("report-runs-without-out", ["report", F, "{base}/nowhere"], "2 runs: a new report needs --out DIR"),
+    ("report-option-without-out", ["report", F, "--min-n", "5"], "--min-n: a new report needs --out DIR"),
+    ("report-min-n", ["report", F, "--out", "{base}/both", "--min-n", "0"], "--min-n 0: must be a whole number of at least 1"),
+    ("report-min-n-text", ["report", F, "--out", "{base}/both", "--min-n", "many"], "Invalid value for '--min-n'"),
+    ("report-confidence", ["report", F, "--out", "{base}/both", "--confidence", "1.5"], "--confidence 1.5: must be between 0 and 1"),
+    ("report-title-empty", ["report", F, "--out", "{base}/both", "--title", " "], "--title ' ': is empty"),
     # annotate sample
     ("annotate-sample-no-run", ["annotate", "sample", "{base}/nowhere", "--out", "{base}/ann"], "samples.parquet: missing"),
     ("annotate-sample-k-positive", ["annotate", "sample", F, "--out", "{base}/ann", "--k-positive", "-1"], "--k-positive -1: must be 0 or more"),

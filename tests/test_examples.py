@@ -164,6 +164,8 @@ def sandbox(tmp_path_factory):
     folder = tmp_path_factory.mktemp("examples")
     nlgbias.run("sheng2019", models=["fake"], samples=1, seed=0, out=folder / "runs" / "demo", quiet=True,
                 n_boot=100, scorers=["vader", "textblob", "regard"])
+    nlgbias.run("sheng2019", models=["fake:b"], samples=1, seed=0, out=folder / "runs" / "other", quiet=True,
+                n_boot=100, scorers=["vader", "textblob", "regard"])  # for `nlgbias report runs/demo runs/other`
     (folder / "sentences.txt").write_text("The woman was a nurse.\nThe woman was rude.\n")
     (folder / "my_names.csv").write_text("name,gender,continent\nAmara,woman,Africa\nLars,man,Europe\n")
     pd.DataFrame([{"id": f"b{k}", "text": text, "context": "respect", "template_id": "t", "regard_3": label,

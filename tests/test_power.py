@@ -172,8 +172,8 @@ def test_plan_command_prints_the_answer(capsys):
                       "run's Benjamini-Hochberg adjustment)")
     assert family_alpha(36) == pytest.approx(0.05 / 36)
     assert any(line.split() == ["respect", "0.200", "5", str(n), str(math.ceil(n / 5))] for line in out)
-    main(["plan", "--mde", "5", "--model", "x", "--model", "y"])  # sheng2019 by default; two models add model gaps
-    assert capsys.readouterr().out.splitlines()[1].startswith("level per comparison: 0.000347 = FDR 0.05 / 144 comparisons")
+    main(["plan", "--mde", "5", "--model", "x", "--model", "y"])  # sheng2019 by default; + model gaps, gap differences
+    assert capsys.readouterr().out.splitlines()[1].startswith("level per comparison: 0.000278 = FDR 0.05 / 180 comparisons")
     main(["plan", "--mde", "5", "--scorer", "vader"])  # one scorer of the suite's three
     assert capsys.readouterr().out.splitlines()[1].startswith("level per comparison: 0.00417 = FDR 0.05 / 12 comparisons")
 

@@ -10,6 +10,10 @@ valid analyses, the run's scorer checks and the report's sections are derived fr
 ``shares``
     Label shares per group with bootstrap CIs, group and model gaps with exact permutation
     tests and Benjamini-Hochberg adjustment (Sheng et al. 2019).
+``gap_differences``
+    With several models (and ``shares``): each group gap in one model minus the same gap in
+    another, with a bootstrap CI and an exact stratified permutation test, in the same
+    Benjamini-Hochberg family as the gaps.
 ``occupations``
     Which jobs a model gives to which group (Kirk et al. 2021): frequencies, rank-frequency,
     coverage, Gini, gender splits, over-representation, nested logistic regressions and, for
@@ -34,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from nlgbias.metrics.results import Results
+from nlgbias.metrics.results import Results, adjust_family
 from nlgbias.report import sections
 from nlgbias.scorers.base import LABELS
 from nlgbias.words import gender_side
@@ -83,6 +87,10 @@ class Analysis:
     template : the section's Jinja template: a file name under ``nlgbias/report/templates`` or a path.
     auto : run whenever the run has every scorer in ``requires``, whether or not the suite lists it
         (for checks that belong to a scorer rather than to a probe, such as regard's validity).
+    family : its tables whose ``p`` joins the run's Benjamini-Hochberg family of bias comparisons
+        (:func:`~nlgbias.metrics.results.adjust_family` sets ``p_adj`` and ``mde`` over all of them).
+    extends : an ``auto`` analysis that builds on another runs only where the run performs that one.
+    min_models : an ``auto`` analysis runs only for runs with at least this many models.
     """
 
     name: str
@@ -92,6 +100,9 @@ class Analysis:
     section: Callable[[Results, pd.DataFrame, dict], dict | None] | None = None
     template: str | Path | None = None
     auto: bool = False
+    family: tuple[str, ...] = ()
+    extends: str | None = None
+    min_models: int = 1
 
 
 REGISTRY: dict[str, Analysis] = {}
@@ -108,10 +119,12 @@ def analysis_names(kind: str = "generation") -> tuple[str, ...]:
     return tuple(name for name, a in REGISTRY.items() if a.kind == kind)
 
 
-def analyses_for(suite: Suite, scorers: Sequence[str]) -> tuple[str, ...]:
-    """The analyses a run performs: the suite's, then every ``auto`` analysis whose scorers it has."""
+def analyses_for(suite: Suite, scorers: Sequence[str], models: int = 1) -> tuple[str, ...]:
+    """The analyses a run performs: the suite's, then every ``auto`` analysis whose scorers it has
+    (and, where it says so, the analysis it extends and its minimum number of ``models``)."""
     extra = [name for name, a in REGISTRY.items()
-             if a.auto and a.kind == suite.kind and name not in suite.analyses and set(a.requires) <= set(scorers)]
+             if a.auto and a.kind == suite.kind and name not in suite.analyses and set(a.requires) <= set(scorers)
+             and (a.extends is None or a.extends in suite.analyses) and models >= a.min_models]
     return (*suite.analyses, *extra)
 
 
@@ -130,19 +143,50 @@ def run_analyses(names, tables: RunTables, options: AnalysisOptions) -> Results:
     results = Results({}, {"analyses": list(names)} if tables.suite.kind == "generation" else {})
     for name in names:
         results = results.merged(REGISTRY[name].compute(tables, options))
-    return results
+    family = [table for name in names for table in REGISTRY[name].family]
+    return adjust_family(results, family) if family else results
+
+
+def _share_labels(scored: pd.DataFrame) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """The scored rows whose label the share analyses count, and those labels in chart order."""
+    # The 4-class regard scorer adds "other"; it sits between neutral and positive so that the
+    # charts still run from negative (left) to positive (right).  Other scorers show it as 0.
+    labels = LABELS if not (scored["label"] == "other").any() else ("negative", "neutral", "other", "positive")
+    return scored[scored["label"].isin(labels)], tuple(labels)
 
 
 def _shares(tables: RunTables, options: AnalysisOptions) -> Results:
     from nlgbias.metrics import compute_metrics
 
-    scored = tables.scored
-    # The 4-class regard scorer adds "other"; it sits between neutral and positive so that the
-    # charts still run from negative (left) to positive (right).  Other scorers show it as 0.
-    labels = LABELS if not (scored["label"] == "other").any() else ("negative", "neutral", "other", "positive")
-    labelled = scored[scored["label"].isin(labels)]
+    labelled, labels = _share_labels(tables.scored)
     return compute_metrics(labelled, comparisons=tables.suite.comparisons, labels=labels, n_boot=options.n_boot,
                            confidence=options.confidence, seed=options.seed, min_n=options.min_n)
+
+
+def _gap_differences(tables: RunTables, options: AnalysisOptions) -> Results:
+    """Each comparison's gap in one model minus the same gap in another (every model pair)."""
+    from itertools import combinations
+
+    from nlgbias.metrics.gap_differences import gap_differences
+    from nlgbias.metrics.shares import group_shares
+
+    labelled, labels = _share_labels(tables.scored)
+    models = list(dict.fromkeys(labelled["model"]))
+    if len(models) < 2:
+        return Results({}, {})
+    counts = group_shares(labelled, labels=labels, n_boot=1, seed=options.seed, min_n=options.min_n)  # n, k only
+    table = gap_differences(counts, pairs=tables.suite.comparisons, models=list(combinations(models, 2)),
+                            n_boot=options.n_boot, confidence=options.confidence, seed=options.seed,
+                            min_n=options.min_n)
+    return Results({"gap_differences": table}, {"gap_differences": {
+        "estimate": "gap difference: (share[model_a, group_a] - share[model_a, group_b]) - (share[model_b, group_a] "
+                    "- share[model_b, group_b]); cells a1, a2, b1, b2 = model_a or model_b, group_a or group_b",
+        "ci": f"{options.confidence:.0%} percentile bootstrap, {options.n_boot} replicates, each of the four cells "
+              "resampled within itself",
+        "test": "exact two-sided stratified permutation test: model labels permuted within each group "
+                "(hypergeometric in each group, convolved)",
+        "mde": "normal approximation with every cell at the pooled share, at the family's Bonferroni level, plus a "
+               "continuity correction of sum(1/n)/4"}})
 
 
 def _regard_validity(tables: RunTables, options: AnalysisOptions) -> Results:
@@ -307,7 +351,11 @@ def _pronouns(tables: RunTables, options: AnalysisOptions) -> Results:
     return Results(out, meta)
 
 
-register(Analysis("shares", _shares, section=sections.shares, template="_shares.html.j2"))
+register(Analysis("shares", _shares, section=sections.shares, template="_shares.html.j2",
+                  family=("gaps", "model_gaps")))
+register(Analysis("gap_differences", _gap_differences, section=sections.gap_differences,
+                  template="_gap_differences.html.j2", auto=True, extends="shares", min_models=2,
+                  family=("gap_differences",)))
 register(Analysis("occupations", _occupations, requires=("occupation",), section=sections.occupations,
                   template="_occupations.html.j2"))
 register(Analysis("gender_direction", _gender_direction, requires=("occupation",), section=sections.gender_direction,

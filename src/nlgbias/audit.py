@@ -140,7 +140,7 @@ class RunConfig:
     @property
     def analyses(self) -> tuple[str, ...]:
         """The analyses the run performs: the suite's, plus the automatic ones its scorers call for."""
-        return analyses_for(self.suite, [s.name for s in self.scorers])
+        return analyses_for(self.suite, [s.name for s in self.scorers], len(self.refs))
 
     @property
     def analysis(self) -> AnalysisOptions:
@@ -193,6 +193,7 @@ class RunConfig:
             "scorers_unavailable": list(self.unavailable),
             "statistics": {"analyses": list(self.analyses), "n_boot": self.n_boot, "confidence": self.confidence,
                            "min_n": self.min_n, "seed": self.seed,
+                           **({"bls_mapping": self.bls_mapping} if self.bls_mapping else {}),
                            **{k: results.meta[k] for k in ("ci", "test", "correction") if k in results.meta}},
             "counts": {"samples": int(len(table)),
                        "empty_continuations": int(table["is_empty"].sum()) if "is_empty" in table else 0,
@@ -317,17 +318,21 @@ def _generation_stage(config: RunConfig, store: RunStore, *, load, progress: Pro
                                  progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"))
     clock.lap("generate")
     table = build_samples(plan, prompts, store, suite, config.run_id)
-    long_rows = []
     for scorer in config.scorers:
         scored = fill_scores(table["scored_text"], scorer, store,
                              progress=lambda name, n: progress.bar(f"score {name}", n, "text"))
         table = attach_scores(table, scored, scorer.name)
-        long_rows.append(table[["generation_id", "model", "context", "group", "is_empty"]]
-                         .assign(scorer=scorer.name, label=table[f"{scorer.name}_label"]))
     clock.lap("score")
-    scored_long = pd.concat(long_rows, ignore_index=True) if long_rows else pd.DataFrame(
+    return RunTables(table, scored_long(table, [s.name for s in config.scorers]), suite), generated
+
+
+def scored_long(samples: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
+    """One row per (sample, scorer) from a samples table's ``<scorer>_label`` columns:
+    ``generation_id, model, context, group, is_empty, scorer, label`` (scorer by scorer)."""
+    rows = [samples[["generation_id", "model", "context", "group", "is_empty"]]
+            .assign(scorer=name, label=samples[f"{name}_label"]) for name in scorers]
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
         columns=["generation_id", "model", "context", "group", "is_empty", "scorer", "label"])
-    return RunTables(table, scored_long, suite), generated
 
 
 def _probability_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
@@ -525,4 +530,4 @@ def file_sha256(path: Path) -> str | None:
 
 
 __all__ = ["RunConfig", "RunResult", "run", "run_config", "prepare_out", "build_samples", "attach_scores",
-           "output_names"]
+           "output_names", "scored_long"]

@@ -266,19 +266,49 @@ def scorers() -> None:
 
 
 @cli.command()
-@click.argument("folder", type=click.Path(path_type=Path))
-def report(folder) -> None:
-    """Re-render FOLDER/report.html from the run's metrics.json, samples and manifest.
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Folder for a new report over the RUNs (outside every run folder): report.html, runs.csv, "
+                   "manifest.json and the tables.")
+@click.option("--min-n", type=int, default=None, help="Flag cells with fewer samples [default: each run's].")
+@click.option("--confidence", type=float, default=None, help="Level of every CI, e.g. 0.99 [default: each run's].")
+@click.option("--title", default=None, help="The report's heading.")
+def report(runs, out, min_n, confidence, title) -> None:
+    """Re-render RUN/report.html, or write one report over several RUNs to --out.
+
+    With one RUN and no options, the run's report is rendered again from its metrics.json,
+    samples and manifest.  With --out, the RUNs' analyses are computed again from their
+    samples (nothing is generated or scored again), with --min-n and --confidence if given.
+    Runs with the same suite, decoding, samples per prompt, seed and scorer versions are
+    analysed as one run with all their models (model gaps and gap differences across runs);
+    runs whose settings differ become separate parts, shown side by side with their settings.
 
     Example:
 
         \b
         nlgbias report runs/demo
+
+    Two runs in one report, cells under 50 samples flagged:
+
+        \b
+        nlgbias report runs/demo runs/other --out runs/both --min-n 50 --title "Two runs"
     """
     from nlgbias.report.folder import rerender_report
 
-    rerender_report(folder)
-    click.echo(f"report: {folder / 'report.html'}")
+    if out is None:
+        given = [name for name, value in (("--min-n", min_n), ("--confidence", confidence), ("--title", title))
+                 if value is not None]
+        if len(runs) > 1 or given:
+            raise InputError(f"{given[0] if given else f'{len(runs)} runs'}: a new report needs --out DIR, a folder "
+                             f"outside the run folders (a run's own report stays as the run wrote it)")
+        rerender_report(runs[0])
+        click.echo(f"report: {runs[0] / 'report.html'}")
+        return
+    from nlgbias.combine import report_runs
+
+    combined = report_runs(runs, out=out, min_n=min_n, confidence=confidence, title=title)
+    click.echo(f"{len(runs)} runs in {len(combined.parts)} part{'s' if len(combined.parts) > 1 else ''} "
+               f"(settings side by side in {out / 'runs.csv'}); report: {out / 'report.html'}")
 
 
 @cli.group()

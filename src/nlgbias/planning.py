@@ -1,7 +1,7 @@
 """Power planning: how many samples per prompt a suite needs to see a gap of a given size.
 
 ``plan(suite, mde=5, power=0.8)`` counts the comparisons a run of the suite tests together (the
-Benjamini-Hochberg family of ``gaps`` and ``model_gaps``), takes the Bonferroni level
+Benjamini-Hochberg family of ``gaps``, ``model_gaps`` and ``gap_differences``), takes the Bonferroni level
 ``FDR / m`` (conservative for BH, see :mod:`nlgbias.metrics.power`), and solves for the
 samples per group that detect a gap of ``mde`` points from ``base_rate``; a group's n in a
 comparison is its prompts in that context times the samples per prompt.  With ``run_folder``
@@ -57,12 +57,15 @@ class Plan:
 
 
 def suite_comparisons(suite, n_models: int, scorers=None) -> int:
-    """Comparisons a run of ``suite`` on ``n_models`` models tests together (gaps + model gaps)."""
+    """Comparisons a run of ``suite`` on ``n_models`` models tests together (gaps, model gaps and,
+    with several models, gap differences)."""
     contexts = len({t.context for t in suite.templates})
     n_scorers = len(scorers if scorers is not None else suite.scorers)
+    model_pairs = n_models * (n_models - 1) // 2
     group_gaps = n_models * contexts * n_scorers * GAP_LABELS * len(suite.comparisons)
-    model_gaps = contexts * n_scorers * len(suite.groups) * GAP_LABELS * (n_models * (n_models - 1) // 2)
-    return group_gaps + model_gaps
+    model_gaps = contexts * n_scorers * len(suite.groups) * GAP_LABELS * model_pairs
+    gap_differences = contexts * n_scorers * GAP_LABELS * len(suite.comparisons) * model_pairs
+    return group_gaps + model_gaps + gap_differences
 
 
 def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2, models: int = 1,

@@ -12,7 +12,9 @@
 ``model_gaps``
     per (context, scorer, group, label, model pair), when a run has several models.
 
-``p_adj`` is Benjamini-Hochberg over every comparison in ``gaps`` and ``model_gaps`` together.
+``p_adj`` is Benjamini-Hochberg over every comparison in ``gaps`` and ``model_gaps`` together;
+a run with several models adds its ``gap_differences`` (:mod:`nlgbias.metrics.gap_differences`)
+to the same family (:func:`adjust_family`).
 """
 
 from __future__ import annotations
@@ -132,23 +134,46 @@ def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, st
     models = list(dict.fromkeys(scored["model"]))
     model_gaps = differences(shares, column="model", pairs=list(combinations(models, 2)),
                              within=["context", "scorer", "group"], **options)
-    adjusted = fdr_bh(np.concatenate([gaps["p"].to_numpy(float), model_gaps["p"].to_numpy(float)]))
-    gaps["p_adj"] = adjusted[: len(gaps)]
-    model_gaps["p_adj"] = adjusted[len(gaps):]
-    n_comparisons = len(gaps) + len(model_gaps)
-    alpha = family_alpha(n_comparisons)
-    gaps["mde"] = mde_column(gaps, alpha=alpha)
-    model_gaps["mde"] = mde_column(model_gaps, alpha=alpha)
     meta = {
         "ci": f"{confidence:.0%} percentile bootstrap, {n_boot} replicates, resampled within each cell",
         "test": "exact two-sided permutation test of the difference in shares (hypergeometric null)",
-        "correction": f"Benjamini-Hochberg over all {len(gaps) + len(model_gaps)} comparisons in gaps and model_gaps",
-        "mde": f"minimum detectable effect: the smallest gap from the pooled share towards 50% that a two-sided "
-               f"test at {alpha:.3g} (FDR {FDR:g} / {n_comparisons}, Bonferroni) finds with {POWER:.0%} power "
-               f"(arcsine normal approximation plus a continuity correction); empty when no gap can be found",
+        "correction": "", "mde": "",  # set by adjust_family
         "confidence": confidence, "n_boot": n_boot, "seed": seed, "min_n": min_n,
         "labels": list(labels), "gap_labels": list(gap_labels), "comparisons": [list(c) for c in comparisons],
-        "models": models, "n_comparisons": int(n_comparisons),
-        "columns": {"shares": list(shares.columns), "gaps": list(gaps.columns), "model_gaps": list(model_gaps.columns)},
+        "models": models, "n_comparisons": 0,
     }
-    return Results({"shares": shares, "gaps": gaps, "model_gaps": model_gaps}, meta)
+    results = adjust_family(Results({"shares": shares, "gaps": gaps, "model_gaps": model_gaps}, meta),
+                            ["gaps", "model_gaps"])
+    results.meta["columns"] = {name: list(t.columns) for name, t in results.tables.items()}
+    return results
+
+
+def adjust_family(results: Results, names: Sequence[str]) -> Results:
+    """Adjust the comparisons of the tables ``names`` together: one Benjamini-Hochberg family.
+
+    Each table needs a ``p`` column; ``p_adj`` (BH over every row of every table named) and
+    ``mde`` (at the Bonferroni level FDR / m, m the family's size; a gap-differences table,
+    recognised by its ``n_a1`` column, gets the MDE of a difference in differences) are set or
+    replaced, and ``meta`` gets ``correction``, ``mde`` and ``n_comparisons``.  The analyses of a
+    run whose registry entries declare a ``family`` are adjusted together this way.
+    """
+    from nlgbias.metrics.power import gap_difference_mde_column
+
+    names = [name for name in names if name in results.tables]
+    tables = {name: results.tables[name].copy() for name in names}
+    adjusted = fdr_bh(np.concatenate([tables[name]["p"].to_numpy(float) for name in names] or [np.empty(0)]))
+    n_comparisons = sum(len(t) for t in tables.values())
+    alpha = family_alpha(n_comparisons)
+    start = 0
+    for name, table in tables.items():
+        table["p_adj"] = adjusted[start: start + len(table)]
+        start += len(table)
+        table["mde"] = (gap_difference_mde_column if "n_a1" in table else mde_column)(table, alpha=alpha)
+    meta = dict(results.meta)
+    listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    meta["correction"] = f"Benjamini-Hochberg over all {n_comparisons} comparisons in {listed}"
+    meta["mde"] = (f"minimum detectable effect: the smallest gap from the pooled share towards 50% that a two-sided "
+                   f"test at {alpha:.3g} (FDR {FDR:g} / {n_comparisons}, Bonferroni) finds with {POWER:.0%} power "
+                   f"(arcsine normal approximation plus a continuity correction); empty when no gap can be found")
+    meta["n_comparisons"] = int(n_comparisons)
+    return Results({**results.tables, **tables}, meta)

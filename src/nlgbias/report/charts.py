@@ -20,10 +20,11 @@ MIN_INSIDE = 30  # px: narrower segments show their value beside the bar instead
 CHAR_WIDTH = 7  # px per character of 11-12 px system-ui text, rounded up (sizes the side column)
 
 
-def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] | None = None) -> list[dict]:
+def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] | None = None, *,
+                   ci: str = "95% CI") -> list[dict]:
     """One panel per (context, scorer): a horizontal stacked bar per (model, group).
 
-    Each bar runs from the first label (left) to the last (right).  Whiskers show the 95% CI
+    Each bar runs from the first label (left) to the last (right).  Whiskers show the ``ci``
     of the first label's share (at its right edge, just above the bar) and of the last label's
     share (at its left edge, just below the bar), which is how Figure 2 of Sheng et al. is read:
     negative vs positive.  Whiskers stay outside the bar, so they never cross a printed value;
@@ -49,7 +50,7 @@ def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] |
         for model in models:
             for group in dict.fromkeys(cell.loc[cell["model"] == model, "group"]):
                 part = cell[(cell["model"] == model) & (cell["group"] == group)].set_index("label")
-                row = _bar(part, labels, colors, y)
+                row = _bar(part, labels, colors, y, ci)
                 row["label"] = f"{group}" if len(models) == 1 else f"{model} · {group}"
                 rows.append(row)
                 y += ROW + GAP
@@ -64,7 +65,7 @@ def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] |
     return panels
 
 
-def _bar(part: pd.DataFrame, labels: list[str], colors: dict, y: float) -> dict:
+def _bar(part: pd.DataFrame, labels: list[str], colors: dict, y: float, ci: str = "95% CI") -> dict:
     x = LABEL_WIDTH
     segments, outside = [], []
     n = int(part["n"].iloc[0]) if len(part) else 0
@@ -76,7 +77,7 @@ def _bar(part: pd.DataFrame, labels: list[str], colors: dict, y: float) -> dict:
             outside.append(f"{label} {share:.0%}")
         segments.append({"x": x, "w": width, "color": colors[label], "dark_text": label == "neutral",
                          "text": f"{share:.0%}" if inside else "",
-                         "title": f"{label}: {share:.1%} (95% CI {part.at[label, 'ci_low']:.1%}–"
+                         "title": f"{label}: {share:.1%} ({ci} {part.at[label, 'ci_low']:.1%}–"
                                   f"{part.at[label, 'ci_high']:.1%}), n = {n}" if label in part.index else label})
         x += width
     whiskers = []

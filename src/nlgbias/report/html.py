@@ -12,9 +12,10 @@ from typing import Sequence
 
 import jinja2
 import pandas as pd
+from markupsafe import escape
 
 from nlgbias.metrics.results import Results
-from nlgbias.report.sections import SIGNIFICANCE
+from nlgbias.report.sections import SIGNIFICANCE, ci_label
 from nlgbias.resources import package_path
 from nlgbias.store.export import write_text
 
@@ -38,7 +39,8 @@ def _format_p(value) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def render_report(results: Results, samples: pd.DataFrame, manifest: dict) -> str:
+def render_report(results: Results, samples: pd.DataFrame, manifest: dict, *, title: str | None = None,
+                  runs: dict | None = None) -> str:
     """The report as an HTML string.
 
     Parameters
@@ -50,6 +52,10 @@ def render_report(results: Results, samples: pd.DataFrame, manifest: dict) -> st
         The samples table (for example generations per cell).
     manifest : dict
         The run manifest (shown at the end).
+    title : str, optional
+        The heading (default: "nlgbias report: <suite>").
+    runs : dict, optional
+        A report over several runs: the settings table of :func:`runs_context`, shown first.
     """
     from nlgbias.analyses import REGISTRY
 
@@ -65,6 +71,9 @@ def render_report(results: Results, samples: pd.DataFrame, manifest: dict) -> st
         "examples": _examples(samples, scorers) if {"model", "context", "group", "sentence"} <= set(samples.columns) else [],
         "scorers": scorers,
         "alpha": SIGNIFICANCE,
+        "title": title,
+        "ci_label": ci_label(results),
+        "runs": runs,
         # The output hashes are added to manifest.json after the report is written (the report is one
         # of the hashed files), so the page shows the manifest without them: a re-render is identical.
         "manifest_json": json.dumps({k: v for k, v in manifest.items() if k != "output_sha256"}, indent=2,
@@ -99,3 +108,47 @@ def _label(row: pd.Series, scorer: str):
 def write_report(path: str | Path, results: Results, samples: pd.DataFrame, manifest: dict) -> Path:
     """Render and write the report atomically."""
     return write_text(Path(path), render_report(results, samples, manifest))
+
+
+RUNS_RULE = ("Runs with the same suite, decoding, samples per prompt, seed, scorer versions and statistics settings "
+             "are analysed together, as one run with all their models; runs whose settings differ are never pooled: "
+             "each part below is its own analysis, with its own comparisons and adjustment.")
+
+
+def runs_context(runs: pd.DataFrame, settings: Sequence[str]) -> dict:
+    """The settings table of a report over several runs: one column per run, one row per setting."""
+    rows = runs.astype(object).where(runs.notna(), "–").to_dict(orient="records")
+    shown = ["run_id", "part", "models", *settings]
+    differ = [name for name in shown if name not in ("run_id", "models") and len({str(r[name]) for r in rows}) > 1]
+    return {"rows": rows, "settings": shown, "differ": differ, "rule": RUNS_RULE}
+
+
+def render_runs_report(combined) -> str:
+    """One HTML page over several runs (a :class:`nlgbias.combine.Combined`): with one part, that part's
+    report with the runs table first; with several, a heading and the runs table, then each part's
+    report body under its own heading."""
+    from nlgbias.combine import SETTINGS
+
+    runs = runs_context(combined.runs, SETTINGS)
+    parts = combined.parts
+    if len(parts) == 1:
+        part = parts[0]
+        return render_report(part.results, part.samples, part.manifest, runs=runs,
+                             title=combined.title or f"nlgbias report: {part.manifest['suite']['name']}, "
+                                                     f"{len(part.folders)} runs")
+    pages = [render_report(p.results, p.samples, p.manifest,
+                           title=f"Part {i}: {p.manifest['suite']['name']} · "
+                                 f"{', '.join(m['model'] for m in p.manifest['models'])}")
+             for i, p in enumerate(parts, start=1)]
+    title = combined.title or f"nlgbias report: {len(combined.runs)} runs in {len(parts)} parts"
+    # Every page comes from report.html.j2, whose text is escaped: "<body>" and "</body>" occur once each.
+    head = pages[0].split("<body>", 1)[0]
+    head = head.split("<title>", 1)[0] + "<title>" + str(escape(title)) + "</title>" + head.split("</title>", 1)[1]
+    top = _environment().get_template("_runs.html.j2").render(runs=runs)
+    bodies = [page.split("<body>", 1)[1].rsplit("</body>", 1)[0] for page in pages]
+    return f"{head}<body>\n<h1>{escape(title)}</h1>\n{top}{''.join(bodies)}</body>\n</html>\n"
+
+
+def write_runs_report(path: str | Path, combined) -> Path:
+    """Render and write the report over several runs atomically."""
+    return write_text(Path(path), render_runs_report(combined))

@@ -22,6 +22,11 @@ TOP_JOBS = 8
 SPLIT_JOBS = 30
 
 
+def ci_label(results: Results) -> str:
+    """``"95% CI"``, or the run's own level: what the report calls its confidence intervals."""
+    return f"{float(results.meta.get('confidence', 0.95)):.0%} CI"
+
+
 def _records(table: pd.DataFrame) -> list[dict]:
     return table.to_dict(orient="records") if not table.empty else []
 
@@ -38,7 +43,7 @@ def shares(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | No
     gap_tables = [t for t in (gaps, results.model_gaps) if not t.empty]
     return {
         "labels": labels,
-        "panels": stacked_panels(results.shares, labels, scorers),
+        "panels": stacked_panels(results.shares, labels, scorers, ci=ci_label(results)),
         "gaps": gaps.to_dict(orient="records"),
         "model_gaps": results.model_gaps.to_dict(orient="records"),
         "findings": findings.to_dict(orient="records"),
@@ -46,6 +51,16 @@ def shares(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | No
         "mde": low_power(pd.concat(gap_tables, ignore_index=True)) if gap_tables else None,
         "mde_flag": MDE_FLAG,
     }
+
+
+def gap_differences(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
+    """Each group gap in one model minus the same gap in another, or None for a run with one model."""
+    table = results.table("gap_differences")
+    if table.empty:
+        return None
+    significant = table[table["p_adj"] < SIGNIFICANCE]
+    return {"rows": _records(table), "n_significant": int(len(significant)),
+            "meta": results.meta.get("gap_differences", {}), "mde": low_power(table), "mde_flag": MDE_FLAG}
 
 
 def low_power(gaps: pd.DataFrame) -> dict | None:
@@ -81,7 +96,7 @@ def occupations(results: Results, samples: pd.DataFrame, manifest: dict) -> dict
     gini = results.table("occupation_gini")
     gini_charts = [bar_chart([{"label": f"{r['gender']} · {r['axis']}", "value": r["gini"], "ci_low": r["ci_low"],
                                "ci_high": r["ci_high"]} for r in _records(gini[gini["model"] == m])],
-                             title=f"{m}: Gini coefficient of titles (95% CI)", low=0.0, high=1.0) for m in models]
+                             title=f"{m}: Gini coefficient of titles ({ci_label(results)})", low=0.0, high=1.0) for m in models]
     counts = results.table("occupation_counts")
     top = []
     for (model, group), cell in counts.groupby(["model", "group"], sort=False):
@@ -138,7 +153,7 @@ def gender_direction(results: Results, samples: pd.DataFrame, manifest: dict) ->
     for model, part in by_group.groupby("model", sort=False):
         rows = [{"label": f"{r['template_id']} · {r['gender']}", "value": r["mean_bias"], "ci_low": r["ci_low"],
                  "ci_high": r["ci_high"], "series": r["gender"]} for r in _records(part)]
-        charts.append(bar_chart(rows, title=f"{model}: mean gender bias w·g of the generated profession (95% CI)",
+        charts.append(bar_chart(rows, title=f"{model}: mean gender bias w·g of the generated profession ({ci_label(results)})",
                                 value_format="{:+.3f}"))
     return {"charts": charts, "difference": _records(results.table("gender_bias_difference")),
             "spaces": _records(results.table("gender_bias_spaces")),

@@ -112,6 +112,18 @@ class Suite:
             "comparisons": [list(c) for c in self.comparisons],
         }
 
+    @classmethod
+    def from_dict(cls, recorded: dict[str, Any]) -> "Suite":
+        """The suite a manifest records (its ``suite`` entry: ``resolved``, ``path``, ``content_hash``)."""
+        data = recorded["resolved"]
+        return cls(name=data["suite"], version=data["version"], description=data["description"],
+                   citation=data["citation"], kind=data["kind"],
+                   groups=tuple(Group(g["id"], g["text"], dict(g["attributes"])) for g in data["groups"]),
+                   templates=tuple(Template(t["id"], t["context"], t["text"]) for t in data["templates"]),
+                   comparisons=tuple(tuple(c) for c in data["comparisons"]), sampling=dict(data["sampling"]),
+                   truncate=data["truncate"], scorers=tuple(data["scorers"]), path=recorded.get("path") or "",
+                   analyses=tuple(data["analyses"]), probe=data["probe"], content_hash=recorded.get("content_hash", ""))
+
 
 def builtin_dir() -> Path:
     """Folder holding the built-in suite files."""
