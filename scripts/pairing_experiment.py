@@ -142,6 +142,191 @@ def import_run(run: Path, rows: pd.DataFrame, path: Path, backend, params: Sampl
     print(f"imported {len(merged)} samples from {run} (12 regenerated, identical)", flush=True)
 
 
+def load_design(args, design: str) -> pd.DataFrame:
+    """The design's plan joined with its generated continuations (rows generated so far)."""
+    rows = plan(args.suite, args.model, args.samples, args.seed, design, args.templates, args.groups)
+    texts = pd.DataFrame(read_jsonl(Path(args.out) / f"{design}.jsonl"))
+    if texts.empty:
+        return rows.assign(continuation=None).iloc[:0]
+    texts = texts.drop_duplicates(["prompt_id", "sample_idx"], keep="last")
+    merged = rows.merge(texts[["prompt_id", "sample_idx", "seed", "continuation"]], on=["prompt_id", "sample_idx"],
+                        suffixes=("", "_text"))
+    if not (merged["seed"] == merged["seed_text"]).all():
+        sys.exit(f"Error: {args.out}/{design}.jsonl: seeds differ from the plan's (other --seed or --model?)")
+    return merged.drop(columns="seed_text")
+
+
+def complete_blocks(table: pd.DataFrame, args) -> list[int]:
+    """Blocks whose every prompt has all ``--samples`` samples."""
+    full = plan(args.suite, args.model, args.samples, args.seed, "independent", args.templates, args.groups)
+    need, have = full.groupby("block").size(), table.groupby("block").size()
+    return [int(b) for b in need.index if have.get(b, 0) == need[b]]
+
+
+def label_texts(tables: dict[str, pd.DataFrame], suite) -> None:
+    """Add ``scored_text`` (first sentence, group masked as XYZ, as runs score it) and ``label`` (regard)."""
+    from nlgbias.scorers import get_scorer
+    from nlgbias.text import mask_group, truncate
+
+    mention = {g.id: g.text for g in suite.groups}
+    for table in tables.values():
+        table["scored_text"] = [mask_group(truncate(p, c, suite.truncate), mention[g])
+                                for p, c, g in zip(table["prompt"], table["continuation"], table["group"])]
+    unique = sorted({t for table in tables.values() for t in table["scored_text"]})
+    labels = dict(zip(unique, get_scorer("regard").score(unique)["label"]))
+    for table in tables.values():
+        table["label"] = [labels[t] if labels[t] is not None else "none" for t in table["scored_text"]]
+
+
+def pairs(table: pd.DataFrame, context: str, a: str, b: str) -> pd.DataFrame:
+    """Sample i of group a's prompt and of group b's prompt of the same template, one row per pair."""
+    side = table[table["context"] == context]
+    left = side[side["group"] == a].set_index(["template_id", "sample_idx"])
+    right = side[side["group"] == b].set_index(["template_id", "sample_idx"])
+    columns = ["continuation", "scored_text", "label"]
+    joined = left[columns].merge(right[columns], left_index=True, right_index=True, suffixes=("_a", "_b"))
+    return joined.reset_index()
+
+
+def variances(x: np.ndarray, y: np.ndarray, strata: np.ndarray) -> tuple[float, float]:
+    """(paired, independent) variance of mean(x) - mean(y), stratified by template.
+
+    Paired: sum over templates of n_t var_t(x - y) / n^2.  Independent: the same with
+    var_t(x) + var_t(y), the variance the gap would have if the two sides were drawn independently
+    with the same distributions (sample variances, ddof 1).
+    """
+    n = len(x)
+    paired = independent = 0.0
+    for t in np.unique(strata):
+        at = strata == t
+        nt = int(at.sum())
+        paired += nt * np.var(x[at] - y[at], ddof=1)
+        independent += nt * (np.var(x[at], ddof=1) + np.var(y[at], ddof=1))
+    return paired / n**2, independent / n**2
+
+
+def bootstrap_ratio(x, y, strata, n_boot: int, seed: int) -> tuple[float, float, float]:
+    """Pair bootstrap within templates: the variance of the gap resampling pairs over resampling each
+    side on its own (ratio), and a 95% percentile interval of the analytic ratio over pair replicates."""
+    rng = np.random.default_rng(seed)
+    gaps_paired, gaps_indep, ratios = np.zeros(n_boot), np.zeros(n_boot), []
+    idx = [np.flatnonzero(strata == t) for t in np.unique(strata)]
+    for r in range(n_boot):
+        take = np.concatenate([rng.choice(i, len(i)) for i in idx])
+        take_b = np.concatenate([rng.choice(i, len(i)) for i in idx])
+        gaps_paired[r] = x[take].mean() - y[take].mean()
+        gaps_indep[r] = x[take].mean() - y[take_b].mean()
+        vp, vi = variances(x[take], y[take], strata[take]) if r < 400 else (np.nan, np.nan)
+        if vi > 0:
+            ratios.append(vp / vi)
+    boot = float(np.var(gaps_paired) / np.var(gaps_indep)) if np.var(gaps_indep) > 0 else float("nan")
+    low, high = (np.percentile(ratios, [2.5, 97.5]) if ratios else (np.nan, np.nan))
+    return boot, float(low), float(high)
+
+
+def shared_words(a: str, b: str) -> int:
+    """Words the two continuations share at their start."""
+    n = 0
+    for u, v in zip(a.split(), b.split()):
+        if u != v:
+            break
+        n += 1
+    return n
+
+
+def measure(table: pd.DataFrame, suite, args, design: str) -> list[dict]:
+    """One row per (context, comparison, label): pair facts and the variances of the label-share gap."""
+    out = []
+    for context in dict.fromkeys(table["context"]):
+        for a, b in suite.comparisons:
+            joined = pairs(table, context, a, b)
+            if joined.empty:
+                continue
+            strata = joined["template_id"].to_numpy()
+            facts = {
+                "design": design, "context": context, "comparison": f"{a} vs {b}", "n_pairs": len(joined),
+                "templates": int(len(np.unique(strata))),
+                "identical_continuation": float((joined["continuation_a"] == joined["continuation_b"]).mean()),
+                "identical_masked_text": float((joined["scored_text_a"] == joined["scored_text_b"]).mean()),
+                "shared_start_words": float(np.mean([shared_words(u, v) for u, v in
+                                                     zip(joined["continuation_a"], joined["continuation_b"])])),
+                "label_agreement": float((joined["label_a"] == joined["label_b"]).mean()),
+            }
+            for label in ("negative", "positive"):
+                x = (joined["label_a"] == label).to_numpy(float)
+                y = (joined["label_b"] == label).to_numpy(float)
+                paired, independent = variances(x, y, strata)
+                boot, low, high = bootstrap_ratio(x, y, strata, args.n_boot,
+                                                  cell_seed(args.seed, design, context, a, b, label))
+                out.append({**facts, "label": label, "share_a": float(x.mean()), "share_b": float(y.mean()),
+                            "gap": float(x.mean() - y.mean()), "var_paired": paired, "var_independent": independent,
+                            "ratio": paired / independent if independent > 0 else None,
+                            "ratio_ci95": [low, high], "ratio_bootstrap": boot,
+                            "within_pair_correlation": (float(np.corrcoef(x, y)[0, 1])
+                                                        if x.std() > 0 and y.std() > 0 else None)})
+    return out
+
+
+def analyze(args) -> None:
+    suite = load_suite(args.suite)
+    tables = {d: load_design(args, d) for d in args.designs}
+    blocks = {d: complete_blocks(t, args) for d, t in tables.items()}
+    common = sorted(set.intersection(*(set(b) for b in blocks.values())))
+    if not common:
+        sys.exit(f"Error: no template block is complete in every design ({blocks})")
+    tables = {d: t[t["block"].isin(common)].copy() for d, t in tables.items()}
+    label_texts(tables, suite)
+    cells = [row for d, t in tables.items() for row in measure(t, suite, args, d)]
+    summary = {}
+    for d in args.designs:
+        rows = [c for c in cells if c["design"] == d and c["ratio"] is not None]
+        summary[d] = {
+            "mean_ratio": float(np.mean([c["ratio"] for c in rows])),
+            "pooled_ratio": float(sum(c["var_paired"] for c in rows) / sum(c["var_independent"] for c in rows)),
+            "mean_ratio_bootstrap": float(np.mean([c["ratio_bootstrap"] for c in rows])),
+            "identical_masked_text": float(np.mean([c["identical_masked_text"] for c in rows])),
+            "identical_continuation": float(np.mean([c["identical_continuation"] for c in rows])),
+            "shared_start_words": float(np.mean([c["shared_start_words"] for c in rows])),
+            "label_agreement": float(np.mean([c["label_agreement"] for c in rows])),
+            "cells": len(rows),
+        }
+    best = min((d for d in args.designs if d != "independent"), key=lambda d: summary[d]["mean_ratio"], default=None)
+    reduction = 1 - summary[best]["mean_ratio"] if best else None
+    templates = sorted(set(tables[args.designs[0]]["template_id"]))
+    result = {
+        "experiment": "counterfactual pairing (issue 13, section 3)",
+        "command": "python scripts/pairing_experiment.py " + " ".join(sys.argv[1:]),
+        "suite": args.suite, "model": args.model, "seed": args.seed, "samples_per_prompt": args.samples,
+        "sampling": SamplingParams(**suite.sampling).to_dict(), "truncate": suite.truncate, "scorer": "regard",
+        "blocks": common, "templates": templates, "blocks_complete": blocks,
+        "decision_rule": "ship --paired only if the variance of the regard gaps drops by >= 30% on average",
+        "best_paired_design": best, "variance_reduction": reduction,
+        "ship": bool(reduction is not None and reduction >= 0.30),
+        "summary": summary, "cells": cells,
+    }
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(markdown(result))
+
+
+def markdown(result: dict) -> str:
+    """The per-cell table and the summary, as in docs/statistics.md."""
+    lines = ["| design | context | comparison | label | pairs | identical masked text | label agreement | "
+             "gap | var ratio (paired / independent) | 95% CI | bootstrap ratio |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|"]
+    for c in result["cells"]:
+        ratio = "–" if c["ratio"] is None else f"{c['ratio']:.3f}"
+        lines.append(f"| {c['design']} | {c['context']} | {c['comparison']} | {c['label']} | {c['n_pairs']} | "
+                     f"{c['identical_masked_text']:.3f} | {c['label_agreement']:.3f} | {100 * c['gap']:+.1f} | "
+                     f"{ratio} | {c['ratio_ci95'][0]:.2f}–{c['ratio_ci95'][1]:.2f} | {c['ratio_bootstrap']:.3f} |")
+    lines += ["", "| design | mean var ratio | pooled var ratio | identical continuation | identical masked text | "
+              "shared start words | label agreement |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for d, s in result["summary"].items():
+        lines.append(f"| {d} | {s['mean_ratio']:.3f} | {s['pooled_ratio']:.3f} | {s['identical_continuation']:.3f} | "
+                     f"{s['identical_masked_text']:.3f} | {s['shared_start_words']:.2f} | {s['label_agreement']:.3f} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -153,6 +338,7 @@ def main(argv=None) -> None:
     ana = sub.add_parser("analyze")
     ana.add_argument("--json", required=True)
     ana.add_argument("--n-boot", type=int, default=2000)
+    ana.add_argument("--designs", nargs="+", choices=DESIGNS, default=list(DESIGNS))
     for p in (gen, ana):
         p.add_argument("--suite", default="sheng2019")
         p.add_argument("--model", default="smollm2-135m")
