@@ -133,3 +133,47 @@ def test_the_backend_samples_with_the_coupling_only_when_asked(tiny):
     assert coupled == alone  # a coupled sample does not depend on its batch
     assert coupled[:2] == coupled[2:]
     assert coupled != today
+
+
+def experiment():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "pairing_experiment.py"
+    spec = importlib.util.spec_from_file_location("pairing_experiment", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_experiment_pairs_by_template_and_index_and_its_independent_design_is_todays_run():
+    from nlgbias.models.plan import plan_samples
+    from nlgbias.models.registry import ModelRef
+    from nlgbias.suites import expand_suite, load_suite
+
+    script = experiment()
+    paired = script.plan("sheng2019", "m", 3, 0, "gumbel-paired")
+    independent = script.plan("sheng2019", "m", 3, 0, "independent")
+    assert len(paired) == len(independent) == 180
+    per_pair = paired.groupby(["template_id", "sample_idx"])["seed"].nunique()
+    assert (per_pair == 1).all() and paired.groupby(["template_id", "sample_idx"]).ngroups == 30
+    assert paired["seed"].nunique() == 30  # other templates or indices, other seeds
+    ref = ModelRef("m", "fake", "m", "fake-v1")
+    today = plan_samples(expand_suite(load_suite("sheng2019")), [ref], samples=3, seed=0,
+                         params=SamplingParams())
+    merged = independent.merge(today, on=["prompt_id", "sample_idx"], suffixes=("", "_run"))
+    assert len(merged) == 180 and (merged["seed"] == merged["seed_run"]).all()
+    # Blocks: one template of each context; block 0 is complete before block 1 starts.
+    assert paired.groupby("block")["template_id"].unique().map(len).tolist() == [2] * 5
+    assert paired["block"].is_monotonic_increasing
+
+
+def test_stratified_variances_of_a_gap_paired_and_independent():
+    script = experiment()
+    x = np.array([1, 1, 0, 0, 1, 0, 1, 0], float)
+    strata = np.array(["a"] * 4 + ["b"] * 4)
+    paired, independent = script.variances(x, x, strata)
+    assert paired == 0 and independent == pytest.approx(2 * 4 * (1 / 3) * 2 / 64)  # 2 strata, var 1/3 each side
+    y = 1 - x  # perfectly anti-correlated: pairing doubles the variance
+    paired, independent = script.variances(x, y, strata)
+    assert paired == pytest.approx(2 * independent)
