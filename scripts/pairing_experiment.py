@@ -267,6 +267,69 @@ def measure(table: pd.DataFrame, suite, args, design: str) -> list[dict]:
     return out
 
 
+def first_token_coupling(args, suite) -> list[dict]:
+    """How often the two prompts of a pair pick the same first token, per template and comparison.
+
+    From each prompt's exact first-token distribution (the sampler's top-k / temperature support):
+    the total variation distance TV; ``1 - TV``, the most any coupling can reach (the maximal
+    coupling); the inverse CDF's agreement under a shared uniform (exact, from the two CDFs); and
+    Gumbel-max's agreement over ``--n-boot`` shared seeds (Monte Carlo, the coupler of
+    :mod:`nlgbias.coupling`).
+    """
+    import torch
+
+    from nlgbias.coupling import gumbel_pick, support
+    from nlgbias.models.registry import load_backend, resolve_model
+
+    params = SamplingParams(**suite.sampling)
+    prompts = expand_suite(suite)
+    if args.templates:
+        prompts = prompts[prompts["template_id"].isin(args.templates)]
+    backend = load_backend(resolve_model(args.model))
+    tok, model = backend.tokenizer, backend.model
+    logits = {}
+    with torch.inference_mode():
+        for prompt in prompts["prompt"]:
+            logits[prompt] = model(**tok(prompt, return_tensors="pt")).logits[0, -1].float()
+    backend.close()
+
+    def distribution(row):
+        values, indices, keep = support(row[None], params)
+        probs = torch.softmax(values[0].double(), 0) * keep[0]
+        return indices[0], probs / probs.sum()
+
+    def cdf_agreement(pa, pb):
+        (ia, qa), (ib, qb) = pa, pb
+        ends_a, ends_b = qa.cumsum(0), qb.cumsum(0)
+        same = 0.0
+        for j, token in enumerate(ia.tolist()):
+            hit = (ib == token).nonzero()
+            if len(hit):
+                k = int(hit[0, 0])
+                low = max(float(ends_a[j] - qa[j]), float(ends_b[k] - qb[k]))
+                same += max(0.0, min(float(ends_a[j]), float(ends_b[k])) - low)
+        return same
+
+    out = []
+    seeds = list(range(args.n_boot))
+    text = {g.id: g.text for g in suite.groups}
+    for template, rows in prompts.groupby("template_id", sort=False):
+        for a, b in suite.comparisons:
+            prompt = {g: rows.loc[rows["group"] == g, "prompt"].iloc[0] for g in (a, b)}
+            pa, pb = distribution(logits[prompt[a]]), distribution(logits[prompt[b]])
+            dense = torch.zeros(2, len(logits[prompt[a]]), dtype=torch.float64)
+            dense[0, pa[0]], dense[1, pb[0]] = pa[1], pb[1]
+            tv = float((dense[0] - dense[1]).abs().sum() / 2)
+            rows_ab = torch.stack([logits[prompt[a]], logits[prompt[b]]])
+            picks_a = gumbel_pick(rows_ab[[0] * len(seeds)], seeds, 0, params)
+            picks_b = gumbel_pick(rows_ab[[1] * len(seeds)], seeds, 0, params)
+            out.append({"template_id": template, "context": rows["context"].iloc[0], "comparison": f"{a} vs {b}",
+                        "mentions": [text[a], text[b]], "tv": tv, "maximal_coupling": 1 - tv,
+                        "cdf_agreement": cdf_agreement(pa, pb),
+                        "gumbel_agreement": float((picks_a == picks_b).double().mean())})
+    return out
+
+
 def analyze(args) -> None:
     suite = load_suite(args.suite)
     tables = {d: load_design(args, d) for d in args.designs}
@@ -293,6 +356,7 @@ def analyze(args) -> None:
     best = min((d for d in args.designs if d != "independent"), key=lambda d: summary[d]["mean_ratio"], default=None)
     reduction = 1 - summary[best]["mean_ratio"] if best else None
     templates = sorted(set(tables[args.designs[0]]["template_id"]))
+    first = first_token_coupling(args, suite)
     result = {
         "experiment": "counterfactual pairing (issue 13, section 3)",
         "command": "python scripts/pairing_experiment.py " + " ".join(sys.argv[1:]),
@@ -302,7 +366,7 @@ def analyze(args) -> None:
         "decision_rule": "ship --paired only if the variance of the regard gaps drops by >= 30% on average",
         "best_paired_design": best, "variance_reduction": reduction,
         "ship": bool(reduction is not None and reduction >= 0.30),
-        "summary": summary, "cells": cells,
+        "summary": summary, "cells": cells, "first_token": first,
     }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
@@ -324,6 +388,13 @@ def markdown(result: dict) -> str:
     for d, s in result["summary"].items():
         lines.append(f"| {d} | {s['mean_ratio']:.3f} | {s['pooled_ratio']:.3f} | {s['identical_continuation']:.3f} | "
                      f"{s['identical_masked_text']:.3f} | {s['shared_start_words']:.2f} | {s['label_agreement']:.3f} |")
+    first = pd.DataFrame(result["first_token"])
+    if not first.empty:
+        lines += ["", "| context | comparison | TV of the first-token distributions | any coupling at most (1 - TV) | "
+                  "inverse CDF, shared uniform | Gumbel-max, shared noise |", "|---|---|---:|---:|---:|---:|"]
+        for (context, comparison), g in first.groupby(["context", "comparison"], sort=False):
+            lines.append(f"| {context} | {comparison} | {g['tv'].mean():.3f} | {g['maximal_coupling'].mean():.3f} | "
+                         f"{g['cdf_agreement'].mean():.3f} | {g['gumbel_agreement'].mean():.3f} |")
     return "\n".join(lines)
 
 
