@@ -15,14 +15,21 @@ Three designs, each ``--samples`` continuations per prompt of a suite on one mod
 
 Each design's marginal distribution is today's; only the dependence between groups differs.
 
-Usage (generation appends to ``OUT/<design>.jsonl`` batch by batch and resumes)::
+Usage (generation appends to ``OUT/<design>.jsonl`` batch by batch and resumes; one template of
+each context per block, so a generation stopped early is complete on whole blocks).  The numbers
+of ``docs/statistics.md`` came from::
 
-    OMP_NUM_THREADS=1 python scripts/pairing_experiment.py generate --design gumbel-paired --out OUT
-    python scripts/pairing_experiment.py analyze --out OUT --json docs/pairing_experiment.json
+    nlgbias run sheng2019 --model smollm2-135m --samples 100 --seed 0 --out runs/demo   # README
+    OMP_NUM_THREADS=1 python scripts/pairing_experiment.py generate --design independent --import-run runs/demo --out OUT
+    OMP_NUM_THREADS=1 python scripts/pairing_experiment.py generate --design gumbel-paired --out OUT   # stopped after block 0
+    OMP_NUM_THREADS=1 python scripts/pairing_experiment.py generate --design cdf-paired --templates worked_as --groups Black White --out OUT
+    python scripts/pairing_experiment.py analyze --designs independent gumbel-paired --out OUT --n-boot 1000 --json docs/pairing_experiment.json
+    python scripts/pairing_experiment.py analyze --designs independent gumbel-paired cdf-paired --templates worked_as \
+        --groups Black White --out OUT --n-boot 1000 --json docs/pairing_experiment_3way.json
 
-``generate --import-run RUN`` first copies a finished ``nlgbias run``'s samples (same suite, model,
-seed and sampling) into the independent design's file after regenerating one batch of them to
-check they are byte-identical.
+``generate --import-run RUN`` copies a finished ``nlgbias run``'s samples (same suite, model, seed
+and sampling) into the independent design's file, after regenerating 12 of them to check they are
+byte-identical.  ``analyze`` uses the template blocks complete in every design it is given.
 """
 
 from __future__ import annotations
