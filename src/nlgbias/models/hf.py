@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from nlgbias.coupling import gumbel_pick
 from nlgbias.errors import BackendError, option
 from nlgbias.models.backend import GenerationRequest
 from nlgbias.sampling import SamplingParams
@@ -196,8 +197,6 @@ class HFBackend:
                            **self._last_only, **cache).logits[:, -1, :]
             for step in range(steps):
                 if self.coupling == "gumbel-max":
-                    from nlgbias.coupling import gumbel_pick
-
                     token = gumbel_pick(logits.float(), seeds, step, params)
                 else:
                     token = pick_tokens(logits.float(), uniforms[:, step], params)
