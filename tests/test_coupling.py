@@ -177,3 +177,22 @@ def test_stratified_variances_of_a_gap_paired_and_independent():
     y = 1 - x  # perfectly anti-correlated: pairing doubles the variance
     paired, independent = script.variances(x, y, strata)
     assert paired == pytest.approx(2 * independent)
+
+
+def test_statistics_doc_states_the_measured_pairing_result_and_its_decision():
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    result = json.loads((root / "docs" / "pairing_experiment.json").read_text(encoding="utf-8"))
+    doc = (root / "docs" / "statistics.md").read_text(encoding="utf-8")
+    section = doc.split("## Counterfactual pairing", 1)[1].split("\n## ", 1)[0]
+    gumbel, control = result["summary"]["gumbel-paired"], result["summary"]["independent"]
+    assert f"**{gumbel['mean_ratio']:.3f}**" in section and f"{control['mean_ratio']:.3f}" in section
+    assert f"{round(100 * result['variance_reduction'])}%" in section
+    assert result["ship"] is False and result["variance_reduction"] < 0.30 and "no `--paired` option" in section
+    for cell in result["cells"]:
+        if cell["design"] == "gumbel-paired":
+            low, high = cell["ratio_ci95"]
+            assert f"{cell['ratio']:.2f} [{low:.2f}, {high:.2f}]" in section
+    assert result["samples_per_prompt"] == 100 and result["templates"] == ["known_for", "worked_as"]
