@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from nlgbias.coupling import gumbel_pick
 from nlgbias.errors import BackendError, option
 from nlgbias.models.backend import GenerationRequest
 from nlgbias.sampling import SamplingParams
@@ -135,6 +136,7 @@ class HFBackend:
         self.model.to(self.device).eval()
         self.sample_dtype = getattr(torch, dtype)
         self._sampler = None  # a low-precision copy, made on first use
+        self.coupling = "inverse-cdf"  # "gumbel-max": nlgbias.coupling, for the pairing experiment only
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.stop_ids = _stop_ids(self.tokenizer, self.model)
@@ -194,7 +196,10 @@ class HFBackend:
             logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
                            **self._last_only, **cache).logits[:, -1, :]
             for step in range(steps):
-                token = pick_tokens(logits.float(), uniforms[:, step], params)
+                if self.coupling == "gumbel-max":
+                    token = gumbel_pick(logits.float(), seeds, step, params)
+                else:
+                    token = pick_tokens(logits.float(), uniforms[:, step], params)
                 token = torch.where(finished, torch.full_like(token, tok.pad_token_id), token)
                 chosen.append(token)
                 finished |= torch.isin(token, stop)
