@@ -51,6 +51,18 @@ def _required_folder(help_text: str) -> dict:
     return {"required": True, "help": help_text}
 
 
+EXPORT_OPTION = dict(multiple=True, metavar="FORMAT",
+                     help="Also write paper-ready files to OUT/export/: latex, markdown (tables of shares and gaps), "
+                          "svg, png (each chart). Repeat or comma-separate.")
+
+
+def _echo_exports(folder: Path, formats: tuple[str, ...]) -> None:
+    from nlgbias.report.export import export_run
+
+    written = export_run(folder, formats)
+    click.echo(f"export: {len(written)} files in {folder / 'export'}")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="nlgbias")
 def cli() -> None:
@@ -89,9 +101,10 @@ def cli() -> None:
 @click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
 @click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
+@click.option("--export", "exports", **EXPORT_OPTION)
 def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
         dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, n_boot, min_n, bls_mapping,
-        force) -> None:
+        force, exports) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -106,8 +119,10 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
     from nlgbias.audit import run as run_audit
     from nlgbias.models import BackendOptions
 
+    from nlgbias.report.export import export_formats
     from nlgbias.validate import check_run_options
 
+    formats = export_formats(exports)  # a typo stops the run before it starts
     check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=0.95, min_n=min_n,
                       device=device, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
                       api_base=api_base, models=models)
@@ -120,6 +135,8 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
                        bls_mapping=bls_mapping, force=force)
     if not quiet:
         click.echo(f"report: {result.out / 'report.html'}")
+    if formats:
+        _echo_exports(result.out, formats)
 
 
 @cli.command()
@@ -262,18 +279,24 @@ def scorers() -> None:
 
 @cli.command()
 @click.argument("folder", type=click.Path(path_type=Path))
-def report(folder) -> None:
+@click.option("--export", "exports", **EXPORT_OPTION)
+def report(folder, exports) -> None:
     """Re-render FOLDER/report.html from the run's metrics.json, samples and manifest.
 
     Example:
 
         \b
         nlgbias report runs/demo
+        nlgbias report runs/demo --export latex,markdown --export svg
     """
+    from nlgbias.report.export import export_formats
     from nlgbias.report.folder import rerender_report
 
+    formats = export_formats(exports)
     rerender_report(folder)
     click.echo(f"report: {folder / 'report.html'}")
+    if formats:
+        _echo_exports(folder, formats)
 
 
 @cli.group()

@@ -15,6 +15,7 @@ import pandas as pd
 
 from nlgbias.metrics.results import Results
 from nlgbias.report.sections import SIGNIFICANCE
+from nlgbias.report.svg import chart_css
 from nlgbias.resources import package_path
 from nlgbias.store.export import write_text
 
@@ -65,6 +66,7 @@ def render_report(results: Results, samples: pd.DataFrame, manifest: dict) -> st
         "examples": _examples(samples, scorers) if {"model", "context", "group", "sentence"} <= set(samples.columns) else [],
         "scorers": scorers,
         "alpha": SIGNIFICANCE,
+        "chart_css": chart_css("svg "),
         # The output hashes are added to manifest.json after the report is written (the report is one
         # of the hashed files), so the page shows the manifest without them: a re-render is identical.
         "manifest_json": json.dumps({k: v for k, v in manifest.items() if k != "output_sha256"}, indent=2,

@@ -14,9 +14,22 @@ from markupsafe import Markup, escape
 
 PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#f0e442", "#999999")
 FONT = 'font-family="system-ui, sans-serif" font-size="11"'
+# The charts' text styles, with literal colours so that a standalone SVG looks as in the report.
+CHART_STYLE = (("text", "font-family: system-ui, sans-serif; font-size: 12px; fill: #1d1d1f"),
+               (".in", "fill: #fff; font-size: 11px"), (".in.dark", "fill: #222"),
+               (".muted", "fill: #6b6b70; font-size: 11px"))
 CHAR_WIDTH = 7  # px per character of 11-12 px system-ui text, rounded up (sizes label and side columns)
 MAX_LABEL = 48  # characters: a longer bar label is cut with "…" and shown whole in its tooltip
 LABEL_PAD = 12  # px left of the longest label
+
+
+def chart_css(scope: str = "") -> Markup:
+    """:data:`CHART_STYLE` as CSS rules, each selector prefixed with ``scope`` (``"svg "`` in the report).
+
+    >>> str(chart_css("svg ")).split("} ")[1]
+    'svg .in { fill: #fff; font-size: 11px; '
+    """
+    return Markup(" ".join(f"{scope}{selector} {{ {rules}; }}" for selector, rules in CHART_STYLE))
 
 
 def label_column(labels: Sequence[str], least: int = 150) -> tuple[int, list[str]]:
