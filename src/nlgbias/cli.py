@@ -51,9 +51,10 @@ def _required_folder(help_text: str) -> dict:
     return {"required": True, "help": help_text}
 
 
-EXPORT_OPTION = dict(multiple=True, metavar="FORMAT",
-                     help="Also write paper-ready files to OUT/export/: latex, markdown (tables of shares and gaps), "
-                          "svg, png (each chart). Repeat or comma-separate.")
+export_option = click.option(
+    "--export", "exports", multiple=True, metavar="FORMAT",
+    help="Also write paper-ready files to OUT/export/: latex, markdown (tables of shares and gaps), svg, png "
+         "(each chart). Repeat or comma-separate.")
 
 
 def _echo_exports(folder: Path, formats: tuple[str, ...]) -> None:
@@ -101,7 +102,7 @@ def cli() -> None:
 @click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
 @click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
-@click.option("--export", "exports", **EXPORT_OPTION)
+@export_option
 def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
         dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, n_boot, min_n, bls_mapping,
         force, exports) -> None:
@@ -279,7 +280,7 @@ def scorers() -> None:
 
 @cli.command()
 @click.argument("folder", type=click.Path(path_type=Path))
-@click.option("--export", "exports", **EXPORT_OPTION)
+@export_option
 def report(folder, exports) -> None:
     """Re-render FOLDER/report.html from the run's metrics.json, samples and manifest.
 

@@ -255,8 +255,10 @@ def standalone_svg(markup: str, *, title: str | None = None) -> str:
     and ``title`` above it (for charts whose title the report prints outside the SVG)."""
     head, _, rest = str(markup).strip().partition(">")
     body = rest[: rest.rindex("</svg>")]
-    width = float(re.search(r'\bwidth="([0-9.]+)"', head).group(1))
-    height = float(re.search(r'\bheight="([0-9.]+)"', head).group(1))
+    size = re.search(r'\bwidth="([0-9.]+)" height="([0-9.]+)"', head)
+    if size is None:
+        raise ValueError(f"standalone_svg: the chart has no width and height ({head[:80]})")
+    width, height = float(size.group(1)), float(size.group(2))
     label = re.search(r'\baria-label="([^"]*)"', head)
     top = TITLE_HEIGHT if title else 0
     parts = [f'<svg xmlns="{SVG_NS}" width="{width:.0f}" height="{height + top:.0f}" '
