@@ -241,3 +241,20 @@ def test_latex_escape_covers_every_special_character():
     # no special character is left bare: remove the escapes and nothing special remains
     bare = re.sub(r"\\(textbackslash|textasciitilde|textasciicircum)\{\}|\\[&%$#_{}]", "", escaped)
     assert not set(bare) & set("&%$#_{}~^\\")
+
+
+def test_charts_of_other_sections_are_exported_standalone_with_fitting_labels():
+    from nlgbias.metrics import Results
+
+    by_group = pd.DataFrame({"model": "mollm2-135m", "template_id": ["works_as_a_very_long_template_id", "was"],
+                             "gender": ["woman", "man"], "mean_bias": [0.1, -0.2], "ci_low": [0.0, -0.3],
+                             "ci_high": [0.2, -0.1]})
+    ((stem, text),) = export.charts(Results({"gender_bias_by_group": by_group}, {}), pd.DataFrame(), {})
+    assert stem.startswith("gender-direction-01-mollm2-135m")
+    root = ET.fromstring(text)
+    assert root.tag == f"{SVG}svg" and float(root.get("width")) > 520  # widened for the long label
+    labels = [t for t in root.iter(f"{SVG}text") if t.get("text-anchor") == "end" and "·" in "".join(t.itertext())]
+    assert len(labels) == 2
+    for label in labels:
+        assert float(label.get("x")) - 7 * len("".join(label.itertext())) >= 0  # not cut at the left edge
+    assert export.png_bytes(text)[:8] == b"\x89PNG\r\n\x1a\n"
