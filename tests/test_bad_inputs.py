@@ -237,6 +237,7 @@ CASES = [
     ("run-bls-mapping-typo", ["run", "kirk2021-identity", "--model", "fake", "--bls-mapping", "{bls-typo}", "--out", F, "--quiet"], "BLS title 'Registred nurses' is not in us_rows_data.csv"),
     ("run-out-is-a-file", RUN[:-1] + ["{afile}"], "is a file; give a folder"),
     ("run-out-under-a-file", RUN[:-1] + ["{afile}/sub"], "cannot create or write this folder"),
+    ("run-export-unknown", RUN + ["--export", "docx"], "--export docx: unknown export format 'docx'"),
     ("run-empty-store", RUN[:-1] + ["{empty-store}"], "the run store is empty (0 bytes)"),
     # run: suites
     ("suite-unknown-name", ["run", "nosuch", "--model", "fake", "--out", F], "suite nosuch: no such built-in suite or file"),
@@ -303,6 +304,9 @@ CASES = [
     ("report-min-n-text", ["report", F, "--out", "{base}/both", "--min-n", "many"], "Invalid value for '--min-n'"),
     ("report-confidence", ["report", F, "--out", "{base}/both", "--confidence", "1.5"], "--confidence 1.5: must be between 0 and 1"),
     ("report-title-empty", ["report", F, "--out", "{base}/both", "--title", " "], "--title ' ': is empty"),
+    ("report-export-unknown", ["report", F, "--export", "latex,pdf"], "--export pdf: unknown export format 'pdf'; choose from latex, markdown, svg, png"),
+    ("report-export-empty", ["report", F, "--export", ","], "--export ',': empty value"),
+    ("report-export-several-runs", ["report", F, "--out", "{base}/both", "--export", "latex"], "--export latex: exports one run folder at a time"),
     # annotate sample
     ("annotate-sample-no-run", ["annotate", "sample", "{base}/nowhere", "--out", "{base}/ann"], "samples.parquet: missing"),
     ("annotate-sample-k-positive", ["annotate", "sample", F, "--out", "{base}/ann", "--k-positive", "-1"], "--k-positive -1: must be 0 or more"),

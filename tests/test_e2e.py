@@ -60,7 +60,15 @@ def test_two_models_side_by_side_through_a_server_never_write_the_key(tmp_path, 
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
-    assert set(result.samples["model"]) == {"fake", f"openai:served@{server.url}"}
+    # One display name per model in every table; the full --model value in the manifest and models.csv.
+    assert set(result.samples["model"]) == {"fake", "served"}
+    assert set(result.results.model_gaps["model_a"]) | set(result.results.model_gaps["model_b"]) == {"fake", "served"}
+    for name in ("shares.csv", "gaps.csv", "model_gaps.csv"):
+        assert "openai:" not in (tmp_path / name).read_text()
+    assert [(m["name"], m["model"]) for m in result.manifest["models"]] == \
+        [("fake", "fake"), ("served", f"openai:served@{server.url}")]
+    models = pd.read_csv(tmp_path / "models.csv")
+    assert models[["name", "model"]].values.tolist() == [["fake", "fake"], ["served", f"openai:served@{server.url}"]]
     assert len(result.results.model_gaps) == 2 * 3 * 6 * 2  # contexts x scorers x groups x labels
     page = (tmp_path / "report.html").read_text()
     assert "Model gaps" in page

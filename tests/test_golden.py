@@ -5,6 +5,9 @@ issue-9 consolidation (``NLGBIAS_WRITE_GOLDEN=1 python -m pytest tests/test_gold
 rewrites them; do that only for an intended change of outputs, and say so in the commit).
 Issue 13 rewrote ``sheng2019/metrics.json`` once, for the added ``mde`` column of the gap tables
 and its ``meta.mde`` description only (checked: equal to the old file with those removed).
+Issue 12 rewrote every case once for display names: a ``models`` table (display name -> full
+``--model`` value) in ``metrics.json``, and ``./tiny`` named ``tiny`` in natural-sentences-local
+(checked: equal to the old files after mapping that name and dropping that table).
 Timings, dates and library versions live in ``manifest.json``, which is not compared.
 """
 

@@ -89,3 +89,57 @@ def test_shares_section_lists_significant_gaps_largest_first():
     context = sections.shares(Results({"shares": shares, "gaps": gaps}, {}), pd.DataFrame(), {"scorers": [{"name": "vader"}]})
     assert [f["label"] for f in context["findings"]] == ["positive", "negative"]
     assert context["small_cells"] == 0 and len(context["panels"]) == 1 and len(context["gaps"]) == 3
+
+
+def _text_extents(markup: str) -> list[tuple[float, str]]:
+    """(left edge estimated at CHAR_WIDTH px per character, text) of every right-aligned label."""
+    out = []
+    for x, inner in re.findall(r'<text x="([-0-9.]+)"[^>]*text-anchor="end"[^>]*>(.*?)</text>', markup):
+        text = re.sub(r"<title>.*?</title>", "", inner)
+        out.append((float(x) - svg.CHAR_WIDTH * len(text), text))
+    return out
+
+
+def test_long_model_names_fit_the_label_column_of_stacked_panels():
+    long = "x" * 70
+    rows = [(m, "respect", "vader", g, lab, 10, 3, 1 / 3, 0.1, 0.6, True)
+            for m in ("mollm2-135m", long) for g in ("straight", "gay") for lab in ("negative", "neutral", "positive")]
+    (panel,) = charts.stacked_panels(_shares(rows), ["negative", "neutral", "positive"])
+    short = [r for r in panel["rows"] if r["label"] == "mollm2-135m · straight"][0]
+    assert short["shown"] == short["label"]  # not cut
+    assert short["label_x"] - svg.CHAR_WIDTH * len(short["shown"]) >= 0
+    cut = [r for r in panel["rows"] if r["label"].startswith(long)]
+    assert all(r["shown"].endswith("…") and len(r["shown"]) == svg.MAX_LABEL for r in cut)
+    assert all(r["label_x"] - svg.CHAR_WIDTH * len(r["shown"]) >= 0 for r in panel["rows"])
+    # the bars start right of the wider label column, and the panel grows by as much
+    assert panel["label_width"] == svg.CHAR_WIDTH * svg.MAX_LABEL + 12 > charts.LABEL_WIDTH
+    assert short["segments"][0]["x"] == panel["label_width"] == panel["ticks"][0]["x"]
+    assert panel["width"] >= panel["label_width"] + charts.BAR_WIDTH
+
+
+def test_the_shares_template_prints_cut_labels_with_the_full_label_as_tooltip():
+    long = "mollm2-135m-instruct-with-a-very-long-fine-tuning-name"
+    rows = [(long, "respect", "vader", "straight", lab, 10, 3, 1 / 3, 0.1, 0.6, True)
+            for lab in ("negative", "neutral", "positive")] + \
+           [("mollm2-135m", "respect", "vader", "straight", lab, 10, 3, 1 / 3, 0.1, 0.6, True)
+            for lab in ("negative", "neutral", "positive")]
+    from nlgbias.report.html import _environment
+
+    context = sections.shares(Results({"shares": _shares(rows), "gaps": pd.DataFrame(columns=["p_adj", "diff"]),
+                                       "model_gaps": pd.DataFrame()}, {}), pd.DataFrame(), {"scorers": [{"name": "vader"}]})
+    meta = {"min_n": 30, "ci": "", "test": "", "correction": "", "mde": "", "n_comparisons": 0}
+    page = _environment().get_template("_shares.html.j2").render(shares=context, meta=meta, alpha=0.05)
+    labels = _text_extents(page)
+    assert [text for _, text in labels] == [long[:svg.MAX_LABEL - 1] + "…", "mollm2-135m · straight"]
+    assert all(left >= 0 for left, _ in labels)
+    assert f"<title>{long} · straight</title>" in page
+
+
+def test_bar_chart_widens_its_label_column_for_long_labels():
+    chart = svg.bar_chart([{"label": "a" * 40, "value": 0.5}, {"label": "b", "value": 1.0}], title="t", low=0.0,
+                          high=1.0, width=520)
+    assert all(left >= 0 for left, _ in _text_extents(chart))
+    label_width = svg.CHAR_WIDTH * 40 + 12
+    assert _floats(chart, "rect", "x") == [label_width, label_width]
+    assert _floats(chart, "rect", "width") == [130.0, 260.0]  # the bar area keeps its width
+    assert f'<svg width="{label_width + 260 + 70}"' in chart

@@ -35,6 +35,7 @@ from nlgbias.keys import config_id, text_hash
 from nlgbias.metrics import Results
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
 from nlgbias.models.hf import first_load_note
+from nlgbias.models.names import model_names, rename_models, rename_results
 from nlgbias.models.plan import plan_samples
 from nlgbias.models.servers import with_earlier_answers
 from nlgbias.progress import Progress
@@ -55,6 +56,9 @@ LAST_OUTPUTS = ("report.html", "manifest.json")
 def output_names(results: Results) -> list[str]:
     """Files a run writes: samples, metrics.json, one CSV per metric table, report, manifest (last)."""
     return [*FIRST_OUTPUTS, *(f"{name}.csv" for name in results.tables), *LAST_OUTPUTS]
+
+
+MODELS_COLUMNS = ("name", "model", "backend", "fingerprint")  # models.csv: display name -> full --model value
 LIBRARIES = ("torch", "transformers", "gguf", "numpy", "pandas", "pyarrow", "scipy", "statsmodels",
              "vaderSentiment", "textblob", "jinja2", "click")
 
@@ -285,11 +289,15 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
             for model_id, (backend, earlier) in loaded.items():
                 store.save_model_info(model_id, by_id[model_id].fingerprint, with_earlier_answers(earlier, backend.info))
         finished = store.finish_run(run_id)
-        model_infos = [{"model": r.model_id, "backend": r.backend, "fingerprint": r.fingerprint,
-                        **(store.model_info(r.model_id, r.fingerprint) or r.info)} for r in config.refs]
-    results = run_analyses(config.analyses, tables, config.analysis)
+        names = model_names([r.model_id for r in config.refs])
+        model_infos = [{"name": names[r.model_id], "model": r.model_id, "backend": r.backend,
+                        "fingerprint": r.fingerprint, **_backend_info(store.model_info(r.model_id, r.fingerprint)
+                                                                      or r.info)} for r in config.refs]
+    # The statistics are seeded by the full --model values; the outputs name each model by its display name.
+    results = rename_results(run_analyses(config.analyses, tables, config.analysis), names).merged(
+        Results({"models": pd.DataFrame(model_infos, columns=list(MODELS_COLUMNS))}, {}))
     clock.lap("metrics")
-    table = tables.samples
+    table = rename_models(tables.samples, names)
     manifest = config.manifest(models=model_infos, results=results, table=table, started=started, finished=finished,
                                command=command)
     manifest["timings_s"] = {name: round(seconds, 3) for name, seconds in clock.laps.items()}  # this invocation
@@ -304,6 +312,12 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
                       f"generation {laps['generate']:.0f} s, everything else "
                       f"{sum(laps.values()) - laps['generate']:.0f} s, peak memory {peak_memory_gb():.2f} GB")
     return RunResult(out, run_id, table, results, manifest, generated, rebuilt, clock.laps)
+
+
+def _backend_info(info: dict) -> dict:
+    """A backend's facts for the manifest; a server's own name for the model is ``served_model``
+    (``model`` is the full ``--model`` value, ``name`` the display name)."""
+    return {("served_model" if key in ("model", "name") else key): value for key, value in info.items()}
 
 
 def _generation_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,

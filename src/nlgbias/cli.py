@@ -51,6 +51,19 @@ def _required_folder(help_text: str) -> dict:
     return {"required": True, "help": help_text}
 
 
+export_option = click.option(
+    "--export", "exports", multiple=True, metavar="FORMAT",
+    help="Also write paper-ready files to OUT/export/: latex, markdown (tables of shares and gaps), svg, png "
+         "(each chart). Repeat or comma-separate.")
+
+
+def _echo_exports(folder: Path, formats: tuple[str, ...]) -> None:
+    from nlgbias.report.export import export_run
+
+    written = export_run(folder, formats)
+    click.echo(f"export: {len(written)} files in {folder / 'export'}")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="nlgbias")
 def cli() -> None:
@@ -94,9 +107,10 @@ def cli() -> None:
 @click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
 @click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
+@export_option
 def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
         dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, cooldown, n_boot, min_n,
-        bls_mapping, force) -> None:
+        bls_mapping, force, exports) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -111,8 +125,10 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
     from nlgbias.audit import run as run_audit
     from nlgbias.models import BackendOptions
 
+    from nlgbias.report.export import export_formats
     from nlgbias.validate import check_run_options
 
+    formats = export_formats(exports)  # a typo stops the run before it starts
     check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=0.95, min_n=min_n,
                       device=device, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
                       api_base=api_base, models=models, cooldown=cooldown)
@@ -125,6 +141,8 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
                        bls_mapping=bls_mapping, force=force)
     if not quiet:
         click.echo(f"report: {result.out / 'report.html'}")
+    if formats:
+        _echo_exports(result.out, formats)
 
 
 @cli.command()
@@ -273,7 +291,8 @@ def scorers() -> None:
 @click.option("--min-n", type=int, default=None, help="Flag cells with fewer samples [default: each run's].")
 @click.option("--confidence", type=float, default=None, help="Level of every CI, e.g. 0.99 [default: each run's].")
 @click.option("--title", default=None, help="The report's heading.")
-def report(runs, out, min_n, confidence, title) -> None:
+@export_option
+def report(runs, out, min_n, confidence, title, exports) -> None:
     """Re-render RUN/report.html, or write one report over several RUNs to --out.
 
     With one RUN and no options, the run's report is rendered again from its metrics.json,
@@ -287,14 +306,17 @@ def report(runs, out, min_n, confidence, title) -> None:
 
         \b
         nlgbias report runs/demo
+        nlgbias report runs/demo --export latex,markdown --export svg
 
     Two runs in one report, cells under 50 samples flagged:
 
         \b
         nlgbias report runs/demo runs/other --out runs/both --min-n 50 --title "Two runs"
     """
+    from nlgbias.report.export import export_formats
     from nlgbias.report.folder import rerender_report
 
+    formats = export_formats(exports)
     if out is None:
         given = [name for name, value in (("--min-n", min_n), ("--confidence", confidence), ("--title", title))
                  if value is not None]
@@ -303,7 +325,12 @@ def report(runs, out, min_n, confidence, title) -> None:
                              f"outside the run folders (a run's own report stays as the run wrote it)")
         rerender_report(runs[0])
         click.echo(f"report: {runs[0] / 'report.html'}")
+        if formats:
+            _echo_exports(runs[0], formats)
         return
+    if formats:
+        raise InputError(f"--export {','.join(formats)}: exports one run folder at a time; run "
+                         f"`nlgbias report RUN --export {','.join(formats)}` for each run")
     from nlgbias.combine import report_runs
 
     combined = report_runs(runs, out=out, min_n=min_n, confidence=confidence, title=title)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from nlgbias.report.svg import CHAR_WIDTH, label_column
+
 COLORS = {"negative": "#d55e00", "neutral": "#c8c8c8", "positive": "#0072b2"}  # Okabe-Ito
 EXTRA_COLORS = ("#e69f00", "#56b4e9", "#009e73", "#f0e442", "#cc79a7", "#999999")
-LABEL_WIDTH = 150
+LABEL_WIDTH = 150  # the label column's least width; a panel widens it to fit its longest label
 BAR_WIDTH = 300
 ROW = 22  # bar height
 GAP = 18  # between bars: room for the whiskers above and below each bar
@@ -17,7 +19,6 @@ TOP = 34
 WHISKER_OFFSET = 5  # whiskers run this far outside the bar's top and bottom edges
 CAP = 3  # half-height of a whisker's end caps
 MIN_INSIDE = 30  # px: narrower segments show their value beside the bar instead of inside it
-CHAR_WIDTH = 7  # px per character of 11-12 px system-ui text, rounded up (sizes the side column)
 
 
 def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] | None = None, *,
@@ -34,8 +35,10 @@ def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] |
     Returns
     -------
     list of dict
-        ``title, width, height, rows, ticks, legend``; every row has ``label, y, n, small_n,
-        segments (x, w, color, text, title), whiskers (x1, x2, y), side_text``.
+        ``title, width, height, label_width, rows, ticks, legend``; every row has ``label``
+        (the full label), ``shown`` (as printed), ``label_x, y, n, small_n, segments (x, w, color,
+        text, title), whiskers (x1, x2, y), side_text``.  The label column is as wide as the
+        longest printed label needs (:func:`label_column`), so no label runs past the left edge.
     """
     panels = []
     colors = {label: COLORS.get(label, EXTRA_COLORS[i % len(EXTRA_COLORS)]) for i, label in enumerate(labels)}
@@ -45,28 +48,33 @@ def stacked_panels(shares: pd.DataFrame, labels: list[str], scorers: list[str] |
     cells = sorted(shares.groupby(["context", "scorer"], sort=False),
                    key=lambda item: (context_order[item[0][0]], scorer_order.get(item[0][1], len(scorer_order))))
     for (context, scorer), cell in cells:
+        bars = [(model, group) for model in models for group in dict.fromkeys(cell.loc[cell["model"] == model, "group"])]
+        full = [f"{group}" if len(models) == 1 else f"{model} · {group}" for model, group in bars]
+        left, shown = label_column(full, least=LABEL_WIDTH)
         rows = []
         y = TOP
-        for model in models:
-            for group in dict.fromkeys(cell.loc[cell["model"] == model, "group"]):
-                part = cell[(cell["model"] == model) & (cell["group"] == group)].set_index("label")
-                row = _bar(part, labels, colors, y, ci)
-                row["label"] = f"{group}" if len(models) == 1 else f"{model} · {group}"
-                rows.append(row)
-                y += ROW + GAP
-            y += GAP * 2 if len(models) > 1 else 0
-        ticks = [{"x": LABEL_WIDTH + BAR_WIDTH * t / 100, "text": f"{t}%"} for t in (0, 25, 50, 75, 100)]
+        for i, (model, group) in enumerate(bars):
+            if i and model != bars[i - 1][0]:
+                y += GAP * 2
+            part = cell[(cell["model"] == model) & (cell["group"] == group)].set_index("label")
+            row = _bar(part, labels, colors, y, left, ci)
+            row.update(label=full[i], shown=shown[i], label_x=left - 6)
+            rows.append(row)
+            y += ROW + GAP
+        y += GAP * 2 if len(models) > 1 else 0
+        ticks = [{"x": left + BAR_WIDTH * t / 100, "text": f"{t}%"} for t in (0, 25, 50, 75, 100)]
         panels.append({
-            "title": f"{context} · {scorer}", "context": context, "scorer": scorer,
-            "width": LABEL_WIDTH + BAR_WIDTH + 12 + CHAR_WIDTH * max([9] + [len(r["side_text"]) for r in rows]),
+            "title": f"{context} · {scorer}", "context": context, "scorer": scorer, "label_width": left,
+            "width": left + BAR_WIDTH + 12 + CHAR_WIDTH * max([9] + [len(r["side_text"]) for r in rows]),
             "height": y + 24, "rows": rows, "ticks": ticks,
             "axis_y": y, "legend": [{"label": lab, "color": colors[lab]} for lab in labels],
         })
     return panels
 
 
-def _bar(part: pd.DataFrame, labels: list[str], colors: dict, y: float, ci: str = "95% CI") -> dict:
-    x = LABEL_WIDTH
+def _bar(part: pd.DataFrame, labels: list[str], colors: dict, y: float, left: float = LABEL_WIDTH,
+         ci: str = "95% CI") -> dict:
+    x = left
     segments, outside = [], []
     n = int(part["n"].iloc[0]) if len(part) else 0
     for label in labels:
@@ -84,13 +92,13 @@ def _bar(part: pd.DataFrame, labels: list[str], colors: dict, y: float, ci: str 
     mid = y + ROW / 2
     first, last = labels[0], labels[-1]
     if first in part.index:
-        whiskers.append({"x1": LABEL_WIDTH + BAR_WIDTH * float(part.at[first, "ci_low"]),
-                         "x2": LABEL_WIDTH + BAR_WIDTH * float(part.at[first, "ci_high"]), "y": y - WHISKER_OFFSET})
+        whiskers.append({"x1": left + BAR_WIDTH * float(part.at[first, "ci_low"]),
+                         "x2": left + BAR_WIDTH * float(part.at[first, "ci_high"]), "y": y - WHISKER_OFFSET})
     if last in part.index:
-        whiskers.append({"x1": LABEL_WIDTH + BAR_WIDTH * (1 - float(part.at[last, "ci_high"])),
-                         "x2": LABEL_WIDTH + BAR_WIDTH * (1 - float(part.at[last, "ci_low"])),
+        whiskers.append({"x1": left + BAR_WIDTH * (1 - float(part.at[last, "ci_high"])),
+                         "x2": left + BAR_WIDTH * (1 - float(part.at[last, "ci_low"])),
                          "y": y + ROW + WHISKER_OFFSET})
     small = bool(part["small_n"].iloc[0]) if len(part) else True
     side = f"n={n}{' ⚠' if small else ''}" + ("" if not outside else " · " + ", ".join(outside))
     return {"y": y, "n": n, "small_n": small, "segments": segments, "whiskers": whiskers,
-            "n_x": LABEL_WIDTH + BAR_WIDTH + 6, "text_y": mid + 4, "side_text": side, "cap": CAP}
+            "n_x": left + BAR_WIDTH + 6, "text_y": mid + 4, "side_text": side, "cap": CAP}

@@ -16,6 +16,7 @@ from markupsafe import escape
 
 from nlgbias.metrics.results import Results
 from nlgbias.report.sections import SIGNIFICANCE, ci_label
+from nlgbias.report.svg import chart_css
 from nlgbias.resources import package_path
 from nlgbias.store.export import write_text
 
@@ -74,6 +75,7 @@ def render_report(results: Results, samples: pd.DataFrame, manifest: dict, *, ti
         "title": title,
         "ci_label": ci_label(results),
         "runs": runs,
+        "chart_css": chart_css("svg "),
         # The output hashes are added to manifest.json after the report is written (the report is one
         # of the hashed files), so the page shows the manifest without them: a re-render is identical.
         "manifest_json": json.dumps({k: v for k, v in manifest.items() if k != "output_sha256"}, indent=2,

@@ -14,6 +14,36 @@ from markupsafe import Markup, escape
 
 PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#f0e442", "#999999")
 FONT = 'font-family="system-ui, sans-serif" font-size="11"'
+# The charts' text styles, with literal colours so that a standalone SVG looks as in the report.
+CHART_STYLE = (("text", "font-family: system-ui, sans-serif; font-size: 12px; fill: #1d1d1f"),
+               (".in", "fill: #fff; font-size: 11px"), (".in.dark", "fill: #222"),
+               (".muted", "fill: #6b6b70; font-size: 11px"))
+CHAR_WIDTH = 7  # px per character of 11-12 px system-ui text, rounded up (sizes label and side columns)
+MAX_LABEL = 48  # characters: a longer bar label is cut with "…" and shown whole in its tooltip
+LABEL_PAD = 12  # px left of the longest label
+
+
+def chart_css(scope: str = "") -> Markup:
+    """:data:`CHART_STYLE` as CSS rules, each selector prefixed with ``scope`` (``"svg "`` in the report).
+
+    >>> str(chart_css("svg ")).split("} ")[1]
+    'svg .in { fill: #fff; font-size: 11px; '
+    """
+    return Markup(" ".join(f"{scope}{selector} {{ {rules}; }}" for selector, rules in CHART_STYLE))
+
+
+def label_column(labels: Sequence[str], least: int = 150) -> tuple[int, list[str]]:
+    """The width in px of a label column that fits every label (printed right-aligned 6 px
+    before the bars, so no label runs past the chart's left edge), and the labels to print:
+    each cut to :data:`MAX_LABEL` characters with "…" where longer.
+
+    >>> label_column(["a", "b"])
+    (150, ['a', 'b'])
+    >>> label_column(["mollm2-135m · straight"])
+    (166, ['mollm2-135m · straight'])
+    """
+    shown = [label if len(label) <= MAX_LABEL else label[:MAX_LABEL - 1] + "…" for label in labels]
+    return max([least] + [CHAR_WIDTH * len(label) + LABEL_PAD for label in shown]), shown
 
 
 def _svg(width: float, height: float, body: list[str], label: str) -> Markup:
@@ -22,11 +52,12 @@ def _svg(width: float, height: float, body: list[str], label: str) -> Markup:
 
 
 def _text(x: float, y: float, text, *, anchor: str = "start", cls: str = "", size: int = 11,
-          rotate: float | None = None) -> str:
+          rotate: float | None = None, title: str | None = None) -> str:
     transform = f' transform="rotate({rotate:.0f} {x:.1f} {y:.1f})"' if rotate else ""
     klass = f' class="{cls}"' if cls else ""
+    tooltip = f"<title>{escape(title)}</title>" if title else ""
     return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}"{klass}{transform}>'
-            f"{escape(str(text))}</text>")
+            f"{tooltip}{escape(str(text))}</text>")
 
 
 def _nice_max(value: float) -> float:
@@ -45,7 +76,9 @@ def bar_chart(rows: Sequence[dict], *, title: str, value_format: str = "{:.3f}",
 
     ``reference`` draws a dashed vertical line (e.g. 100 for "relative to base man").
     """
-    label_width, bar_width, row_h = 190, width - 190 - 70, 18
+    label_width, shown = label_column([str(r["label"]) for r in rows], least=190)
+    bar_width, row_h = width - 190 - 70, 18
+    width = label_width + bar_width + 70
     values = [r["value"] for r in rows if r.get("value") is not None and math.isfinite(r["value"])]
     highs = [r.get("ci_high", r["value"]) for r in rows if r.get("value") is not None]
     lo = low if low is not None else min(0.0, min(values, default=0.0))
@@ -56,9 +89,9 @@ def bar_chart(rows: Sequence[dict], *, title: str, value_format: str = "{:.3f}",
     color = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
     body, y = [], 24
     body.append(_text(8, 14, title, size=12))
-    for r in rows:
+    for r, label in zip(rows, shown):
         value = r.get("value")
-        body.append(_text(label_width - 6, y + 13, r["label"], anchor="end"))
+        body.append(_text(label_width - 6, y + 13, label, anchor="end", title=r["label"] if label != r["label"] else None))
         if value is not None and math.isfinite(value):
             x0, x1 = x(0 if lo <= 0 <= hi else lo), x(value)
             body.append(f'<rect x="{min(x0, x1):.1f}" y="{y + 2}" width="{abs(x1 - x0):.1f}" height="{row_h - 4}" '

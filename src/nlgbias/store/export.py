@@ -40,6 +40,11 @@ def write_text(path: Path, text: str) -> Path:
     return _atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write bytes atomically."""
+    return _atomic(path, lambda tmp: Path(tmp).write_bytes(data))
+
+
 def write_json(path: Path, data: Any) -> Path:
     """Write JSON (NaN written as null) atomically, indented, keys in insertion order."""
     return write_text(path, json.dumps(_clean(data), indent=2, ensure_ascii=False) + "\n")
