@@ -192,8 +192,9 @@ def fixed_design(table: pd.DataFrame, prompts: dict, target: PrecisionTarget, *,
     """Samples per prompt that a fixed-n design needs for every comparison of ``table`` (with
     ``cell_a``, ``base_rate``) to reach the target, at the shares observed: the largest per comparison."""
     alpha = family_alpha(len(table), target.fdr)
-    return max(samples_to_reach(float(row.base_rate), prompts[row.cell_a], low=1, high=limit, target=target,
-                                alpha=alpha) for row in table.itertuples(index=False))
+    return max((samples_to_reach(float(row.base_rate), prompts[row.cell_a], low=1, high=limit, target=target,
+                                 alpha=alpha) for row in table.itertuples(index=False) if row.base_rate == row.base_rate),
+               default=limit)
 
 
 def summary(result: Rounds, prompts: dict) -> dict:
