@@ -20,7 +20,6 @@ simulation can see an inflated error rate when there is one.
 from __future__ import annotations
 
 import argparse
-import math
 from functools import lru_cache
 
 import numpy as np
@@ -176,7 +175,7 @@ def report(out: dict) -> list[str]:
     lines += ["", f"per comparison, raw p < 0.05: {out['raw_rejections']} of {out['comparisons']} = "
                   f"{out['raw_rejections'] / out['comparisons']:.4f} (95% CI {raw_low:.4f} to {raw_high:.4f}; "
                   f"comparisons of one run are not independent)",
-              f"rounds per run: " + ", ".join(f"{r}: {c}" for r, c in enumerate(rounds) if c),
+              "rounds per run: " + ", ".join(f"{r}: {c}" for r, c in enumerate(rounds) if c),
               f"stopped at the target: {out['stopped_target']} of {runs} runs"]
     return lines
 

@@ -5,18 +5,15 @@ scripts/sim_stopping.py, whose numbers are in docs/statistics.md)."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import signal
-import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from scipy import stats
+from test_store import comparable, count_rows, run_cli
 
 import nlgbias
 from nlgbias.metrics.power import detectable_gap, family_alpha
@@ -143,26 +140,6 @@ def test_a_run_in_rounds_records_them_and_its_last_round_mde_is_the_reports(tmp_
     again = nlgbias.run("sheng2019", out=tmp_path / "a", **options)
     assert again.generated == 0 and again.run_id == first.run_id
     assert plain.run_id != first.run_id
-
-
-def run_cli(args):
-    return subprocess.Popen([sys.executable, "-m", "nlgbias", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def count_rows(path) -> int:
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
-            return db.execute("SELECT COUNT(*) FROM generations").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
-def comparable(out: Path):
-    samples = pd.read_parquet(out / "samples.parquet")
-    manifest = json.loads((out / "manifest.json").read_text())
-    for key in ("started_at", "finished_at", "command", "timings_s", "peak_memory_gb", "output_sha256"):
-        manifest.pop(key)
-    return samples, json.loads((out / "metrics.json").read_text()), manifest
 
 
 def test_a_run_killed_in_the_middle_of_a_round_ends_with_the_samples_of_an_uninterrupted_one(tmp_path, tiny_model_dir):
