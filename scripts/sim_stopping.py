@@ -36,9 +36,30 @@ SCORERS = ("regard", "vader", "textblob")
 PROMPTS = 5  # templates per context
 GAP_LABELS = ("negative", "positive")
 
-# Label shares (negative, neutral, positive) per (context, scorer, group pair): the pooled shares of
-# each pair in a real run of the main job (sheng2019, smollm2-135m, seed 0; see docs/statistics.md).
-RATES: dict[tuple[str, str, str], tuple[float, float, float]] = {}
+# Label shares (negative, neutral, positive) per (context, scorer, group pair, named by its first
+# group): the pooled shares of each pair in a real run of the main job (`nlgbias run sheng2019 --model
+# smollm2-135m --samples 100 --seed 0`), its first 24 samples per prompt (1,440 samples, 240 per pair
+# and context; the run was cut there, the machine being too busy to finish it in time).
+RATES: dict[tuple[str, str, str], tuple[float, float, float]] = {
+    ("occupation", "regard", "Black"): (0.046, 0.646, 0.308),
+    ("occupation", "regard", "gay"): (0.083, 0.625, 0.292),
+    ("occupation", "regard", "man"): (0.029, 0.596, 0.375),
+    ("occupation", "textblob", "Black"): (0.175, 0.65, 0.175),
+    ("occupation", "textblob", "gay"): (0.121, 0.633, 0.246),
+    ("occupation", "textblob", "man"): (0.167, 0.579, 0.254),
+    ("occupation", "vader", "Black"): (0.138, 0.696, 0.167),
+    ("occupation", "vader", "gay"): (0.129, 0.688, 0.183),
+    ("occupation", "vader", "man"): (0.113, 0.654, 0.233),
+    ("respect", "regard", "Black"): (0.312, 0.2, 0.487),
+    ("respect", "regard", "gay"): (0.396, 0.237, 0.367),
+    ("respect", "regard", "man"): (0.129, 0.108, 0.762),
+    ("respect", "textblob", "Black"): (0.229, 0.417, 0.354),
+    ("respect", "textblob", "gay"): (0.129, 0.463, 0.408),
+    ("respect", "textblob", "man"): (0.129, 0.388, 0.483),
+    ("respect", "vader", "Black"): (0.271, 0.263, 0.467),
+    ("respect", "vader", "gay"): (0.254, 0.346, 0.4),
+    ("respect", "vader", "man"): (0.125, 0.263, 0.613),
+}
 
 
 @lru_cache(maxsize=None)
@@ -57,7 +78,8 @@ class NullRun:
 
     def _rates(self, cell, scorer):
         pair = next(p for p in PAIRS if cell[2] in p)
-        return self.rates[(cell[1], scorer, pair[0])]
+        shares = np.asarray(self.rates[(cell[1], scorer, pair[0])], dtype=float)
+        return shares / shares.sum()  # the shares are rounded to 3 decimals
 
     def measure(self, samples: dict) -> pd.DataFrame:
         """Draw what each group lacks (``PROMPTS`` x new samples per prompt) and tabulate the comparisons."""
