@@ -8,7 +8,8 @@ prompts per group, 3 scorers, the negative and positive share of 3 group pairs: 
 no gap at all: both groups of a pair draw labels from the same shares, the pooled shares the
 embedded model produced in a real run (:data:`RATES`).  Rounds are decided by the library's own rule,
 :func:`nlgbias.precision.sample_until` (not a copy), with ``--until-mde 5 --samples 100
---max-samples 1000`` by default; the final tests are the library's ``permutation_p`` and ``fdr_bh``.
+--max-samples 1000`` by default; the final tests are the library's exact permutation test (``permutation_p``,
+vectorised) and ``fdr_bh``.
 A run counts a false positive when any of its 36 BH-adjusted p-values is under 0.05 (under no gap
 every rejection is false, so this is the FDR and the familywise rate at once).
 
@@ -20,13 +21,12 @@ simulation can see an inflated error rate when there is one.
 from __future__ import annotations
 
 import argparse
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nlgbias.metrics import fdr_bh, permutation_p
+from nlgbias.metrics import fdr_bh
 from nlgbias.metrics.power import FDR
 from nlgbias.precision import PrecisionTarget, fixed_design, sample_until, with_mde
 
@@ -62,9 +62,13 @@ RATES: dict[tuple[str, str, str], tuple[float, float, float]] = {
 }
 
 
-@lru_cache(maxsize=None)
-def _p(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
-    return permutation_p(k_a, n_a, k_b, n_b)
+def exact_p(k_a, n_a, k_b, n_b) -> np.ndarray:
+    """:func:`nlgbias.metrics.permutation_p` of arrays of counts at once (the same hypergeometric tails,
+    without building a frozen distribution per comparison; ``tests/test_precision.py`` checks equality)."""
+    k_a, n_a, k_b, n_b = (np.asarray(v, dtype=np.int64) for v in (k_a, n_a, k_b, n_b))
+    total, ones = n_a + n_b, k_a + k_b
+    tails = np.minimum(stats.hypergeom.sf(k_a - 1, total, ones, n_a), stats.hypergeom.cdf(k_a, total, ones, n_a))
+    return np.minimum(1.0, 2.0 * tails)
 
 
 class NullRun:
@@ -104,7 +108,7 @@ class NullRun:
 
 def final_tests(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Raw exact p-values and BH-adjusted p-values of a comparisons table."""
-    raw = np.array([_p(int(r.k_a), int(r.n_a), int(r.k_b), int(r.n_b)) for r in table.itertuples(index=False)])
+    raw = exact_p(table["k_a"], table["n_a"], table["k_b"], table["n_b"])
     return raw, fdr_bh(raw)
 
 

@@ -16,6 +16,7 @@ from scipy import stats
 from test_store import comparable, count_rows, run_cli
 
 import nlgbias
+from nlgbias.metrics import permutation_p
 from nlgbias.metrics.power import detectable_gap, family_alpha
 from nlgbias.precision import PrecisionTarget, fixed_design, next_samples, sample_until, samples_to_reach, with_mde
 
@@ -181,6 +182,8 @@ def test_under_no_gap_the_rules_final_tests_keep_their_false_positive_rate():
     of runs with any BH rejection is not above 5% (one-sided binomial test at 0.001); the per-comparison
     raw rejection rate is under 5% as the exact test is conservative."""
     sim = load_script("sim_stopping")
+    counts = [(0, 10, 3, 10), (5, 40, 9, 35), (30, 100, 30, 100), (1, 500, 14, 480), (0, 0, 0, 0)]
+    assert sim.exact_p(*zip(*counts[:4])).tolist() == [permutation_p(*c) for c in counts[:4]]
     reps = 300
     out = sim.simulate(reps, seed=1, target=PrecisionTarget(mde=0.10, max_samples=200, first=20), contrasts=False)
     assert out["stopped_target"] == reps and min(out["rounds"]) >= 2  # the rule did take rounds
