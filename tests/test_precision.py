@@ -160,9 +160,9 @@ def test_a_run_killed_in_the_middle_of_a_round_ends_with_the_samples_of_an_unint
     assert not (killed / "manifest.json").exists()
 
     resumed = run_cli(args + ["--out", str(killed)])
-    assert resumed.wait(timeout=300) == 0, resumed.stderr.read().decode()
+    assert resumed.wait(timeout=900) == 0, resumed.stderr.read().decode()
     uninterrupted = run_cli(args + ["--out", str(clean)])
-    assert uninterrupted.wait(timeout=300) == 0, uninterrupted.stderr.read().decode()
+    assert uninterrupted.wait(timeout=900) == 0, uninterrupted.stderr.read().decode()
     (s1, m1, f1), (s2, m2, f2) = comparable(killed), comparable(clean)
     pd.testing.assert_frame_equal(s1, s2)
     assert m1 == m2 and f1 == f2
