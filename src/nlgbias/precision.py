@@ -124,7 +124,7 @@ def next_samples(table: pd.DataFrame, samples: dict, prompts: dict, target: Prec
             s = samples[cell]
             if s >= target.max_samples:
                 continue
-            low = min(target.max_samples, max(s + 1, math.ceil(MIN_GROWTH * s)))
+            low = min(target.max_samples, max(s + 1, math.ceil(MIN_GROWTH * s - 1e-9)))  # 1.1 * 100 is 110.00000000000001
             high = min(target.max_samples, max(low, math.floor(MAX_GROWTH * s)))
             need = samples_to_reach(float(row.base_rate), prompts[cell], low=low, high=high, target=target, alpha=alpha)
             grow[cell] = max(grow.get(cell, 0), need)
