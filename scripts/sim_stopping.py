@@ -113,7 +113,7 @@ def final_tests(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def simulate(reps: int, *, seed: int = 0, target: PrecisionTarget | None = None, rates: dict | None = None,
-             contrasts: bool = True) -> dict:
+             contrasts: bool = True, peek: bool = True) -> dict:
     """``reps`` null runs under the rule (and, with ``contrasts``, at the fixed n and under a gap-reading rule).
 
     Returns counts: ``runs``, ``false_runs`` (runs with any adjusted p < 0.05), ``raw_rejections`` and
@@ -123,7 +123,7 @@ def simulate(reps: int, *, seed: int = 0, target: PrecisionTarget | None = None,
     target = target or PrecisionTarget(mde=0.05, max_samples=1000, first=100)
     rates = rates or RATES
     rng = np.random.default_rng(seed)
-    out: dict = {"runs": reps, "false_runs": 0, "raw_rejections": 0, "comparisons": 0, "samples": [], "rounds": [],
+    out: dict = {"runs": reps, "peeked": peek and contrasts, "false_runs": 0, "raw_rejections": 0, "comparisons": 0, "samples": [], "rounds": [],
                  "stopped_target": 0, "fixed_false_runs": 0, "peeking_false_runs": 0, "fixed_samples": None}
     fixed_s = None
     for _ in range(reps):
@@ -145,7 +145,7 @@ def simulate(reps: int, *, seed: int = 0, target: PrecisionTarget | None = None,
         fixed = NullRun(rng, rates)
         _, adjusted = final_tests(fixed.measure({cell: fixed_s for cell in fixed.cells}))
         out["fixed_false_runs"] += int((adjusted < FDR).any())
-        out["peeking_false_runs"] += peeking(rng, rates, target)
+        out["peeking_false_runs"] += peeking(rng, rates, target) if peek else 0
     return out
 
 
@@ -195,7 +195,8 @@ def report(out: dict) -> list[str]:
     row("--until-mde (the rule)", out["false_runs"], f"{spent.mean():,.0f} (min {spent.min():,}, max {spent.max():,})")
     if out["fixed_samples"] is not None:
         row("fixed n of the same precision", out["fixed_false_runs"], f"{out['fixed_samples']:,}")
-        row("a rule that reads the gap (contrast)", out["peeking_false_runs"], "up to the budget")
+        if out["peeked"]:
+            row("a rule that reads the gap (contrast)", out["peeking_false_runs"], "up to the budget")
     raw_low, raw_high = clopper_pearson(out["raw_rejections"], out["comparisons"])
     rounds = np.bincount(out["rounds"])
     lines += ["", f"per comparison, raw p < 0.05: {out['raw_rejections']} of {out['comparisons']} = "
@@ -213,11 +214,37 @@ def main() -> None:
     parser.add_argument("--until-mde", type=float, default=5.0)
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--max-samples", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=1, help="processes; worker i draws from seed * 1000 + i")
+    parser.add_argument("--no-peeking", action="store_true", help="leave out the gap-reading contrast (half the time)")
     args = parser.parse_args()
     target = PrecisionTarget(mde=args.until_mde / 100, max_samples=args.max_samples, first=args.samples)
     print(f"seed {args.seed}, {args.reps} null runs, --until-mde {args.until_mde:g} --samples {args.samples} "
-          f"--max-samples {args.max_samples}\n")
-    print("\n".join(report(simulate(args.reps, seed=args.seed, target=target))))
+          f"--max-samples {args.max_samples}, {args.workers} worker(s)\n")
+    shares = [args.reps // args.workers + (i < args.reps % args.workers) for i in range(args.workers)]
+    jobs = [(n, args.seed * 1000 + i if args.workers > 1 else args.seed, target, not args.no_peeking)
+            for i, n in enumerate(shares)]
+    if args.workers > 1:
+        from multiprocessing import Pool
+
+        with Pool(args.workers) as pool:
+            parts = pool.starmap(_simulate, jobs)
+    else:
+        parts = [_simulate(*jobs[0])]
+    print("\n".join(report(merge(parts))))
+
+
+def _simulate(reps: int, seed: int, target: PrecisionTarget, peek: bool) -> dict:
+    return simulate(reps, seed=seed, target=target, peek=peek)
+
+
+def merge(parts: list[dict]) -> dict:
+    """The counts of several :func:`simulate` results together."""
+    out = dict(parts[0])
+    for part in parts[1:]:
+        for key, value in part.items():
+            if isinstance(value, (list, int)) and not isinstance(value, bool) and key != "fixed_samples":
+                out[key] = out[key] + value
+    return out
 
 
 if __name__ == "__main__":
