@@ -7,7 +7,7 @@ table; this module only wires them together and decides what is already done:
    into a :class:`RunConfig`, which also gives the run id;
 2. the suite's stage: plan every sample, generate the batches the store lacks (one transaction
    per batch), cut each continuation by the suite's rule, mask the group and score the texts the
-   store lacks; or, for ``kind: pronoun`` suites, measure next-word probabilities
+   store lacks (with ``until_mde``: in rounds, :mod:`nlgbias.precision`); or, for ``kind: pronoun`` suites, measure next-word probabilities
    (:mod:`nlgbias.probabilities`);
 3. run the suite's analyses (:mod:`nlgbias.analyses`);
 4. write samples, metrics, report and manifest (the manifest last: it marks the outputs as
