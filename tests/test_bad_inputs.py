@@ -239,6 +239,18 @@ CASES = [
     ("run-out-under-a-file", RUN[:-1] + ["{afile}/sub"], "cannot create or write this folder"),
     ("run-export-unknown", RUN + ["--export", "docx"], "--export docx: unknown export format 'docx'"),
     ("run-empty-store", RUN[:-1] + ["{empty-store}"], "the run store is empty (0 bytes)"),
+    # run: precision-targeted sampling
+    ("run-until-mde-0", RUN + ["--until-mde", "0"], "--until-mde 0: must be between 0 and 100"),
+    ("run-until-mde-negative", RUN + ["--until-mde", "-5"], "--until-mde -5: must be between 0 and 100"),
+    ("run-until-mde-word", RUN + ["--until-mde", "small"], "Invalid value for '--until-mde'"),
+    ("run-max-samples-below-first-round", ["run", "sheng2019", "--model", "fake", "--samples", "100", "--until-mde",
+                                           "5", "--max-samples", "50", "--scorer", "vader", "--quiet", "--out", F],
+     "--max-samples 50: must be a whole number of at least 100 (the first round is --samples 100 samples per prompt)"),
+    ("run-max-samples-without-until-mde", RUN + ["--max-samples", "500"], "--max-samples 500: the budget of precision-targeted sampling; give it with --until-mde"),
+    ("run-until-mde-no-comparisons", ["run", "kirk2021-names", "--model", "fake", "--until-mde", "5", "--out", F, "--quiet"],
+     "--until-mde 5.0: suite kirk2021-names has no label-share comparisons"),
+    ("run-until-mde-pronoun-suite", ["run", "pronouns", "--model", "fake", "--until-mde", "5", "--out", F, "--quiet"],
+     "--until-mde 5.0: suite pronouns has no label-share comparisons"),
     # run: suites
     ("suite-unknown-name", ["run", "nosuch", "--model", "fake", "--out", F], "suite nosuch: no such built-in suite or file"),
     ("suite-yaml-syntax", ["run", "{s:syntax}", "--model", "fake", "--out", F], "invalid YAML"),

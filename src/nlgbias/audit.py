@@ -7,7 +7,7 @@ table; this module only wires them together and decides what is already done:
    into a :class:`RunConfig`, which also gives the run id;
 2. the suite's stage: plan every sample, generate the batches the store lacks (one transaction
    per batch), cut each continuation by the suite's rule, mask the group and score the texts the
-   store lacks; or, for ``kind: pronoun`` suites, measure next-word probabilities
+   store lacks (with ``until_mde``: in rounds, :mod:`nlgbias.precision`); or, for ``kind: pronoun`` suites, measure next-word probabilities
    (:mod:`nlgbias.probabilities`);
 3. run the suite's analyses (:mod:`nlgbias.analyses`);
 4. write samples, metrics, report and manifest (the manifest last: it marks the outputs as
@@ -99,6 +99,7 @@ class RunConfig:
     confidence: float = 0.95
     min_n: int = 30
     bls_mapping: str | None = None
+    precision: PrecisionTarget | None = None  # --until-mde: sample in rounds (nlgbias.precision)
 
     @classmethod
     def create(cls, suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int = 100,
@@ -106,7 +107,8 @@ class RunConfig:
                temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
                scorers: Sequence[str] | None = None, backend_options: BackendOptions | None = None,
                n_boot: int = 2000, confidence: float = 0.95, min_n: int = 30,
-               bls_mapping: str | Path | None = None) -> RunConfig:
+               bls_mapping: str | Path | None = None, until_mde: float | None = None,
+               max_samples: int | None = None) -> RunConfig:
         """Check the options of :func:`run` (one-line :class:`InputError` on the first bad one) and resolve them."""
         options = backend_options or BackendOptions()
         check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
@@ -122,6 +124,7 @@ class RunConfig:
         if len(set(models)) != len(models):
             raise InputError(f"{option('--model', keyword='models')}: the same model is given twice ({', '.join(models)})")
         suite = suite if isinstance(suite, Suite) else load_suite(suite)
+        precision = _precision_target(suite, models, samples=samples, until_mde=until_mde, max_samples=max_samples)
         stats: dict[str, Any] = dict(n_boot=n_boot, confidence=confidence, min_n=min_n)
         if suite.kind == "pronoun":
             refs = tuple(resolve_model(m, options) for m in models)
@@ -139,7 +142,7 @@ class RunConfig:
                                      f"{option('--scorer', needed, keyword='scorers', many=True)}")
         active, unavailable = _load_scorers(scorer_names)
         return cls(suite, refs, options, samples, seed, batch_size, params, tuple(active), tuple(unavailable), **stats,
-                   bls_mapping=None if bls_mapping is None else str(bls_mapping))
+                   bls_mapping=None if bls_mapping is None else str(bls_mapping), precision=precision)
 
     @property
     def analyses(self) -> tuple[str, ...]:
@@ -160,9 +163,11 @@ class RunConfig:
             return {"suite": suite, "models": models,
                     "probe": {k: v for k, v in self.suite.probe.items() if k != "prompt_sets"},
                     "statistics": {"n_boot": self.n_boot, "confidence": self.confidence, "seed": self.seed}}
-        return {"suite": suite, "models": models,
-                "sampling": {**self.params.to_dict(), "samples_per_prompt": self.samples, "seed": self.seed,
-                             "dtype": self.options.dtype},
+        sampling = {**self.params.to_dict(), "samples_per_prompt": self.samples, "seed": self.seed,
+                    "dtype": self.options.dtype}
+        if self.precision is not None:
+            sampling["precision"] = self.precision.describe()
+        return {"suite": suite, "models": models, "sampling": sampling,
                 "truncate": self.suite.truncate,
                 "scorers": {s.name: s.version for s in self.scorers},
                 "statistics": {"n_boot": self.n_boot, "confidence": self.confidence, "min_n": self.min_n}}
@@ -214,7 +219,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         top_p: float | None = None, scorers: Sequence[str] | None = None,
         backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
         min_n: int = 30, quiet: bool = False, command: Sequence[str] | None = None,
-        bls_mapping: str | Path | None = None, force: bool = False) -> RunResult:
+        bls_mapping: str | Path | None = None, force: bool = False, until_mde: float | None = None,
+        max_samples: int | None = None) -> RunResult:
     """Run (or resume, or rebuild) an audit and write its outputs to ``out``.
 
     Parameters
@@ -245,6 +251,13 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         Your own job -> BLS title mapping for the occupation analysis (checked before anything runs).
     force : bool
         Start over when ``out`` holds a run store truncated to 0 bytes (refused otherwise).
+    until_mde : float, optional
+        Precision-targeted sampling: sample in rounds (the first of ``samples`` per prompt) until
+        every comparison's minimum detectable effect is at most this many percentage points, or a
+        prompt group reaches ``max_samples``; prompt groups whose comparisons are precise stop early
+        (:mod:`nlgbias.precision`; the rounds are in ``manifest["precision"]``).
+    max_samples : int, optional
+        The budget of ``until_mde``: samples per prompt at most (default 1000).
 
     Returns
     -------
@@ -254,7 +267,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     config = RunConfig.create(suite, models=models, samples=samples, seed=seed, batch_size=batch_size,
                               max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                               scorers=scorers, backend_options=backend_options, n_boot=n_boot, confidence=confidence,
-                              min_n=min_n, bls_mapping=bls_mapping)
+                              min_n=min_n, bls_mapping=bls_mapping, until_mde=until_mde, max_samples=max_samples)
     return run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force)
 
 
@@ -284,7 +297,7 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
 
         stage = _generation_stage if config.params is not None else _probability_stage
         try:
-            tables, generated = stage(config, store, load=load, progress=progress, clock=clock)
+            tables, generated, precision = stage(config, store, load=load, progress=progress, clock=clock)
         finally:  # what each server answered, also when the run stops on an error
             for model_id, (backend, earlier) in loaded.items():
                 store.save_model_info(model_id, by_id[model_id].fingerprint, with_earlier_answers(earlier, backend.info))
@@ -300,6 +313,8 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
     table = rename_models(tables.samples, names)
     manifest = config.manifest(models=model_infos, results=results, table=table, started=started, finished=finished,
                                command=command)
+    if precision is not None:
+        manifest["precision"] = precision
     manifest["timings_s"] = {name: round(seconds, 3) for name, seconds in clock.laps.items()}  # this invocation
     manifest["peak_memory_gb"] = round(peak_memory_gb(), 3)
     rebuilt = write_outputs(out, run_id, table, results, manifest)
@@ -321,23 +336,39 @@ def _backend_info(info: dict) -> dict:
 
 
 def _generation_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
-                      clock: Stopwatch) -> tuple[RunTables, int]:
-    """Plan, generate what the store lacks, cut and mask, score what the store lacks."""
+                      clock: Stopwatch) -> tuple[RunTables, int, dict | None]:
+    """Plan, generate what the store lacks, cut and mask, score what the store lacks (with
+    ``--until-mde``: in rounds, see :mod:`nlgbias.precision`; the third value is the manifest's record)."""
     suite, params = config.suite, config.params
     assert params is not None  # generation suites sample
     prompts = expand_suite(suite)
-    plan = plan_samples(prompts, config.refs, samples=config.samples, seed=config.seed, params=params,
-                        dtype=config.options.dtype)
-    generated = fill_generations(plan, store, load=load, params=params, batch_size=config.batch_size,
-                                 progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"))
-    clock.lap("generate")
-    table = build_samples(plan, prompts, store, suite, config.run_id)
+
+    def generate(plan: pd.DataFrame) -> int:
+        return fill_generations(plan, store, load=load, params=params, batch_size=config.batch_size,
+                                progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"))
+
+    if config.precision is None:
+        plan = plan_samples(prompts, config.refs, samples=config.samples, seed=config.seed, params=params,
+                            dtype=config.options.dtype)
+        generated, record = generate(plan), None
+        clock.lap("generate")
+        tables = _scored_tables(config, store, plan, prompts, progress)
+    else:
+        tables, generated, record = _precision_rounds(config, store, prompts, generate, progress)
+        clock.lap("generate")  # the rounds interleave generation and scoring
+    clock.lap("score")
+    return tables, generated, record
+
+
+def _scored_tables(config: RunConfig, store: RunStore, plan: pd.DataFrame, prompts: pd.DataFrame,
+                   progress: Progress) -> RunTables:
+    """The samples of ``plan`` (all generated) cut, masked and scored by every scorer (cached in the store)."""
+    table = build_samples(plan, prompts, store, config.suite, config.run_id)
     for scorer in config.scorers:
         scored = fill_scores(table["scored_text"], scorer, store,
                              progress=lambda name, n: progress.bar(f"score {name}", n, "text"))
         table = attach_scores(table, scored, scorer.name)
-    clock.lap("score")
-    return RunTables(table, scored_long(table, [s.name for s in config.scorers]), suite), generated
+    return RunTables(table, scored_long(table, [s.name for s in config.scorers]), config.suite)
 
 
 def scored_long(samples: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
@@ -349,8 +380,69 @@ def scored_long(samples: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
         columns=["generation_id", "model", "context", "group", "is_empty", "scorer", "label"])
 
 
+def _precision_rounds(config: RunConfig, store: RunStore, prompts: pd.DataFrame, generate,
+                      progress: Progress) -> tuple[RunTables, int, dict]:
+    """``--until-mde``: generate and score round by round (:func:`nlgbias.precision.sample_until`).
+
+    A round's plan is the sample indices each prompt group gains, in the sample-major order of
+    :func:`~nlgbias.models.plan.plan_samples`, generated in fixed batches of its own.
+    """
+    from nlgbias.precision import sample_until, summary
+
+    target = config.precision
+    assert target is not None and config.params is not None
+    cell_of = {pid: (ctx, grp) for pid, ctx, grp in zip(prompts["prompt_id"], prompts["context"], prompts["group"])}
+    counts = prompts.groupby(["context", "group"], sort=False).size()
+    cells = {(r.model_id, ctx, grp): int(k) for r in config.refs for (ctx, grp), k in counts.items()}
+    state: dict[str, Any] = {"have": {}, "generated": 0, "tables": None, "plan": None}
+
+    def planned(samples: dict, have: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+        full = plan_samples(prompts, config.refs, samples=max(samples.values()), seed=config.seed,
+                            params=config.params, dtype=config.options.dtype)
+        keys = [(m, *cell_of[p]) for m, p in zip(full["model"], full["prompt_id"])]
+        upto = pd.Series([samples[k] for k in keys], index=full.index)
+        before = pd.Series([have.get(k, 0) for k in keys], index=full.index)
+        index = full["sample_idx"]
+        return full[index < upto].reset_index(drop=True), full[(index >= before) & (index < upto)]
+
+    def measure(samples: dict) -> pd.DataFrame:
+        plan, new = planned(samples, state["have"])
+        state["generated"] += generate(new.reset_index(drop=True)) if len(new) else 0
+        state["have"], state["plan"] = dict(samples), plan
+        tables = _scored_tables(config, store, plan, prompts, progress)
+        state["tables"] = tables
+        results = REGISTRY["shares"].compute(tables, config.analysis)
+        return comparison_cells(results)
+
+    rounds = sample_until(target, cells, measure, note=progress.note)
+    return state["tables"], state["generated"], summary(rounds, cells)
+
+
+def comparison_cells(results: Results) -> pd.DataFrame:
+    """The gaps and model gaps of ``results`` as one table of comparisons with the prompt groups
+    (``cell_a``, ``cell_b``: model, context, group) on each side, for :mod:`nlgbias.precision`."""
+    keep = ["n_a", "k_a", "n_b", "k_b"]
+    parts = []
+    gaps, model_gaps = results.gaps, results.model_gaps
+    if not gaps.empty:
+        parts.append(pd.DataFrame({
+            "model": gaps["model"], "context": gaps["context"], "scorer": gaps["scorer"], "label": gaps["label"],
+            "compared": gaps["group_a"] + " - " + gaps["group_b"],
+            "cell_a": list(zip(gaps["model"], gaps["context"], gaps["group_a"])),
+            "cell_b": list(zip(gaps["model"], gaps["context"], gaps["group_b"])), **{c: gaps[c] for c in keep}}))
+    if not model_gaps.empty:
+        parts.append(pd.DataFrame({
+            "model": model_gaps["model_a"] + " - " + model_gaps["model_b"], "context": model_gaps["context"],
+            "scorer": model_gaps["scorer"], "label": model_gaps["label"], "compared": model_gaps["group"],
+            "cell_a": list(zip(model_gaps["model_a"], model_gaps["context"], model_gaps["group"])),
+            "cell_b": list(zip(model_gaps["model_b"], model_gaps["context"], model_gaps["group"])),
+            **{c: model_gaps[c] for c in keep}}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["model", "context", "scorer", "label", "compared", "cell_a", "cell_b", *keep])
+
+
 def _probability_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
-                       clock: Stopwatch) -> tuple[RunTables, int]:
+                       clock: Stopwatch) -> tuple[RunTables, int, None]:
     """Measure next-word probabilities (and the probe's other tables) the store lacks."""
     from nlgbias.probabilities import probability_stage
 
@@ -360,7 +452,7 @@ def _probability_stage(config: RunConfig, store: RunStore, *, load, progress: Pr
     clock.lap("generate")
     table = probs.assign(run_id=config.run_id, suite=config.suite.name)
     table = table[["run_id", "model", "suite", *[c for c in table.columns if c not in ("run_id", "model", "suite")]]]
-    return RunTables(table, pd.DataFrame(), config.suite, probes), 0
+    return RunTables(table, pd.DataFrame(), config.suite, probes), 0, None
 
 
 def peak_memory_gb() -> float:
@@ -389,6 +481,33 @@ def check_bls_mapping(path: str | Path) -> None:
     from nlgbias.metrics.labor import us_shares_and_mapping
 
     us_shares_and_mapping(path)
+
+
+DEFAULT_MAX_SAMPLES = 1000  # --max-samples when --until-mde comes without one
+
+
+def _precision_target(suite: Suite, models: Sequence[str], *, samples: int, until_mde, max_samples):
+    """The :class:`~nlgbias.precision.PrecisionTarget` of ``--until-mde`` (``None`` without it), checked."""
+    from nlgbias.precision import PrecisionTarget
+    from nlgbias.validate import at_least, within
+
+    if until_mde is None:
+        if max_samples is not None:
+            raise InputError(f"{option('--max-samples', max_samples)}: the budget of precision-targeted sampling; "
+                             f"give it with {option('--until-mde')} (or use {option('--samples')} alone)")
+        return None
+    within(until_mde, 0, 100, "until_mde", example="5 (percentage points)")
+    if max_samples is None:
+        max_samples = DEFAULT_MAX_SAMPLES
+    at_least(max_samples, samples, "max_samples",
+             why=f" (the first round is {option('--samples', samples)} samples per prompt)")
+    models_n = len(models)
+    if suite.kind != "generation" or "shares" not in suite.analyses or not (suite.comparisons or models_n > 1):
+        raise InputError(f"{option('--until-mde', until_mde)}: suite {suite.name} has no label-share comparisons "
+                         f"(kind {suite.kind}, analyses {', '.join(suite.analyses) or 'none'}, "
+                         f"{len(suite.comparisons)} group pairs, {models_n} model{'s' if models_n != 1 else ''}) "
+                         f"whose precision could be targeted")
+    return PrecisionTarget(mde=until_mde / 100, max_samples=int(max_samples), first=int(samples))
 
 
 def _params(suite: Suite, **overrides) -> SamplingParams:

@@ -107,10 +107,15 @@ def cli() -> None:
 @click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
 @click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
+@click.option("--until-mde", type=float, default=None,
+              help="Sample in rounds (the first of --samples per prompt) until every comparison's minimum detectable "
+                   "effect is at most this many percentage points; precise prompt groups stop early.")
+@click.option("--max-samples", type=int, default=None,
+              help="With --until-mde: samples per prompt at most [default: 1000].")
 @export_option
 def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
         dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, cooldown, n_boot, min_n,
-        bls_mapping, force, exports) -> None:
+        bls_mapping, force, exports, until_mde, max_samples) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -138,7 +143,7 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
                        batch_size=batch_size, max_new_tokens=max_new_tokens, temperature=temperature,
                        top_k=top_k, top_p=top_p, scorers=list(scorers) or None, backend_options=options,
                        n_boot=n_boot, min_n=min_n, quiet=quiet, command=["nlgbias", *sys.argv[1:]],
-                       bls_mapping=bls_mapping, force=force)
+                       bls_mapping=bls_mapping, force=force, until_mde=until_mde, max_samples=max_samples)
     if not quiet:
         click.echo(f"report: {result.out / 'report.html'}")
     if formats:
