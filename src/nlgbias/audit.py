@@ -38,6 +38,7 @@ from nlgbias.models.hf import first_load_note
 from nlgbias.models.names import model_names, rename_models, rename_results
 from nlgbias.models.plan import plan_samples
 from nlgbias.models.servers import with_earlier_answers
+from nlgbias.precision import PrecisionTarget
 from nlgbias.progress import Progress
 from nlgbias.sampling import SamplingParams
 from nlgbias.scorers import get_scorer
