@@ -390,8 +390,8 @@ def _precision_rounds(config: RunConfig, store: RunStore, prompts: pd.DataFrame,
     """
     from nlgbias.precision import sample_until, summary
 
-    target = config.precision
-    assert target is not None and config.params is not None
+    target, params = config.precision, config.params
+    assert target is not None and params is not None
     cell_of = {pid: (ctx, grp) for pid, ctx, grp in zip(prompts["prompt_id"], prompts["context"], prompts["group"])}
     counts = prompts.groupby(["context", "group"], sort=False).size()
     cells = {(r.model_id, ctx, grp): int(k) for r in config.refs for (ctx, grp), k in counts.items()}
@@ -399,7 +399,7 @@ def _precision_rounds(config: RunConfig, store: RunStore, prompts: pd.DataFrame,
 
     def planned(samples: dict, have: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
         full = plan_samples(prompts, config.refs, samples=max(samples.values()), seed=config.seed,
-                            params=config.params, dtype=config.options.dtype)
+                            params=params, dtype=config.options.dtype)
         keys = [(m, *cell_of[p]) for m, p in zip(full["model"], full["prompt_id"])]
         upto = pd.Series([samples[k] for k in keys], index=full.index)
         before = pd.Series([have.get(k, 0) for k in keys], index=full.index)

@@ -108,9 +108,9 @@ def gap_difference_p(first: tuple[int, int, int, int], second: tuple[int, int, i
     shift = x1.astype(object) - ka1 if (2 * max(na1, nb1, na2, nb2)) ** 4 > 2 ** 62 else x1 - ka1
     up = shift * scale1
     last = (ka2 + up // scale2).astype(np.int64)       # T >= t_obs  <=>  X2 <= last
-    first = (ka2 - (-up // scale2)).astype(np.int64)  # T <= t_obs  <=>  X2 >= first
+    least = (ka2 - (-up // scale2)).astype(np.int64)  # T <= t_obs  <=>  X2 >= least
     p_greater = float(np.sum(pmf1 * below[np.clip(last - x2[0] + 1, 0, len(x2))]))
-    p_less = float(np.sum(pmf1 * above[np.clip(first - x2[0], 0, len(x2))]))
+    p_less = float(np.sum(pmf1 * above[np.clip(least - x2[0], 0, len(x2))]))
     return float(min(1.0, 2.0 * min(p_greater, p_less)))
 
 
