@@ -5,6 +5,8 @@ issue-9 consolidation (``NLGBIAS_WRITE_GOLDEN=1 python -m pytest tests/test_gold
 rewrites them; do that only for an intended change of outputs, and say so in the commit).
 Issue 13 rewrote ``sheng2019/metrics.json`` once, for the added ``mde`` column of the gap tables
 and its ``meta.mde`` description only (checked: equal to the old file with those removed).
+Issue 8 rewrote ``sheng2019`` once, for the regard scorer's default path moving to ONNX Runtime int8
+(checked: only ``regard_score``/``regard_details`` and the low-confidence tables changed; no label).
 Timings, dates and library versions live in ``manifest.json``, which is not compared.
 """
 
