@@ -96,9 +96,9 @@ def test_the_shipped_release_is_what_train_regard_rebuilds_and_v1_stays_pinned()
         assert (config["version"], config["seed"], config["threads"]) == (VERSION, 0, 2) == (str(RELEASE), 0, 2)
         assert config["settings"] == SETTINGS and config["fit_splits"] == ["train", "dev"]
         assert config["train_items"] == int(table["split"].isin(["train", "dev"]).sum())
-        assert get_scorer(name).version == f"regard-{RELEASE}+{config['adapter_sha256'][:12]}"
+        assert get_scorer(name).version == f"regard-{RELEASE}+{config['adapter_sha256'][:12]}+onnx-int8-checked"
         pinned = json.loads((classifier_dir(classes, 1) / "config.json").read_text())
-        assert get_scorer(f"{name}-v1").version == f"regard-1+{pinned['adapter_sha256'][:12]}"
+        assert get_scorer(f"{name}-v1").version == f"regard-1+{pinned['adapter_sha256'][:12]}+onnx-int8-checked"
         assert get_scorer(f"{name}-v1").classes == classes
 
 
@@ -142,4 +142,5 @@ def test_onnx_backends_agree_with_pytorch_and_fall_back_without_onnxruntime(isol
         RegardScorer()
     monkeypatch.delenv("NLGBIAS_REGARD_BACKEND")
     monkeypatch.setattr(regard_onnx, "available", lambda: False)
-    assert RegardScorer(backend="onnx-int8-checked").backend == "torch"
+    fallback = RegardScorer(backend="onnx-int8-checked")
+    assert fallback.backend == "torch" and fallback.version == reference.version and "+onnx" not in reference.version

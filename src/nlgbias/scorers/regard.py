@@ -84,6 +84,8 @@ class RegardScorer:
         self.max_tokens = int(self.config["max_tokens"])
         self.backend, self._logits = self._backend(backend or os.environ.get(BACKEND_VARIABLE) or DEFAULT_BACKEND,
                                                    folder / "adapter.safetensors")
+        if self.backend != "torch":  # other probabilities, so another version: cached scores never mix
+            self.version += f"+{self.backend}"
 
     def _backend(self, name: str, adapter: Path):
         """(name, ``(input_ids, attention_mask) -> logits`` as numpy) for ``name`` (see ``BACKENDS``);
