@@ -144,3 +144,16 @@ def test_onnx_backends_agree_with_pytorch_and_fall_back_without_onnxruntime(isol
     monkeypatch.setattr(regard_onnx, "available", lambda: False)
     fallback = RegardScorer(backend="onnx-int8-checked")
     assert fallback.backend == "torch" and fallback.version == reference.version and "+onnx" not in reference.version
+
+
+def test_a_run_with_the_pinned_first_classifier_records_it_in_the_manifest(tmp_path, monkeypatch):
+    from nlgbias.scorers import get_scorer
+
+    monkeypatch.chdir(tmp_path)
+    result = nlgbias.run("sheng2019", models=["fake"], samples=1, n_boot=100, seed=0, out="run", quiet=True,
+                         scorers=["regard-v1"])
+    pinned = get_scorer("regard-v1")
+    assert [s["version"] for s in result.manifest["scorers"]] == [pinned.version]
+    assert pinned.version.startswith("regard-1+252d031efdc4")  # the first release's adapter, whatever RELEASE says
+    texts = result.samples["scored_text"].tolist()
+    assert result.samples["regard-v1_label"].tolist() == list(pinned.score(texts)["label"])
