@@ -157,7 +157,7 @@ def test_score_input_errors(capsys, tmp_path):
     code, _, err = call(capsys, "score", "--scorer", "vader", "--input", str(latin), "--output", str(tmp_path / "o.jsonl"))
     assert_one_line_error(code, err, f"--input {latin}:2: not UTF-8 text")
     code, _, err = call(capsys, "score", "--scorer", "vadr", "--input", str(latin), "--output", str(tmp_path / "o.jsonl"))
-    assert_one_line_error(code, err, "--scorer vadr: unknown scorer; did you mean vader? available: occupation, regard, regard4, textblob, vader")
+    assert_one_line_error(code, err, "--scorer vadr: unknown scorer; did you mean vader? available: occupation, regard, regard-v1, regard4, regard4-v1, textblob, vader")
 
 
 def test_regard_scores_masked_text_with_probabilities(capsys, tmp_path):
@@ -219,7 +219,7 @@ def test_scorers_says_why_one_cannot_run(capsys, monkeypatch, tmp_path):
     import nlgbias.scorers.regard as regard
     from nlgbias.scorers import REGISTRY, describe_scorers
 
-    monkeypatch.setattr(regard, "classifier_dir", lambda classes=3: tmp_path)
+    monkeypatch.setattr(regard, "classifier_dir", lambda classes=3, release=1: tmp_path)
     monkeypatch.setitem(REGISTRY, "zz-missing", "nlgbias.scorers.nosuch:Scorer")
     table = describe_scorers().set_index("name")
     assert not table.loc["regard", "available"] and table.loc["vader", "available"]

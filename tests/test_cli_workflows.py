@@ -135,7 +135,7 @@ def test_train_regard_on_a_small_file_reports_what_it_saved(capsys, tmp_path):
     first, second = out.splitlines()
     assert first == (f"trained on 6 sentences (train + dev); test accuracy {config['test_accuracy']:.3f}, "
                      f"macro-F1 {config['test_macro_f1']:.3f}; wrote {tmp_path / 'clf'}")
-    assert second == f"adapter sha256 {config['adapter_sha256'][:16]}: differs from the shipped classifier"
+    assert second == f"adapter sha256 {config['adapter_sha256'][:16]}: differs from the shipped classifiers"
     test = [r for r in rows if r["split"] == "test"]
     scored = RegardScorer(tmp_path / "clf").score([r["text"] for r in test])
     accuracy = np.mean([label == r["regard_3"] for label, r in zip(scored["label"], test)])

@@ -8,6 +8,8 @@ and its ``meta.mde`` description only (checked: equal to the old file with those
 Issue 12 rewrote every case once for display names: a ``models`` table (display name -> full
 ``--model`` value) in ``metrics.json``, and ``./tiny`` named ``tiny`` in natural-sentences-local
 (checked: equal to the old files after mapping that name and dropping that table).
+Issue 8 rewrote ``sheng2019`` once, for the regard scorer's default path moving to ONNX Runtime int8
+(checked: only ``regard_score``/``regard_details`` and the low-confidence tables changed; no label).
 Timings, dates and library versions live in ``manifest.json``, which is not compared.
 """
 

@@ -73,3 +73,87 @@ def test_run_metrics_keep_the_other_label_of_the_four_class_scorer():
     counted = scored[(scored["scorer"] == "regard4") & (scored["group"] == "man")]["label"].value_counts()
     assert four.loc["other", "n"] == 40 and four.loc["other", "share"] == pytest.approx(counted["other"] / 40)
     assert (shares[(shares["scorer"] == "vader") & (shares["label"] == "other")]["share"] == 0).all()
+
+
+def test_the_shipped_release_is_what_train_regard_rebuilds_and_v1_stays_pinned():
+    """The default classifiers' configs record the data, settings and threads `train-regard` uses by
+    default (the rebuild itself takes minutes: docs/regard.md); regard-v1 always loads release 1."""
+    import hashlib
+    import json
+
+    from nlgbias.scorers import get_scorer
+    from nlgbias.scorers.regard import RELEASE, classifier_dir
+    from nlgbias.training import SETTINGS, VERSION
+    from nlgbias.training.dataset import load_dataset
+    from nlgbias.training.experiment import view
+
+    for classes, name in ((3, "regard"), (4, "regard4")):
+        folder = classifier_dir(classes)
+        config = json.loads((folder / "config.json").read_text())
+        assert config["adapter_sha256"] == hashlib.sha256((folder / "adapter.safetensors").read_bytes()).hexdigest()
+        table = view(load_dataset(), classes)  # what `nlgbias train-regard` trains on by default
+        assert config["data_sha256"] == hashlib.sha256(pd.util.hash_pandas_object(table, index=False).values.tobytes()).hexdigest()
+        assert (config["version"], config["seed"], config["threads"]) == (VERSION, 0, 2) == (str(RELEASE), 0, 2)
+        assert config["settings"] == SETTINGS and config["fit_splits"] == ["train", "dev"]
+        assert config["train_items"] == int(table["split"].isin(["train", "dev"]).sum())
+        assert get_scorer(name).version == f"regard-{RELEASE}+{config['adapter_sha256'][:12]}+onnx-int8-checked"
+        pinned = json.loads((classifier_dir(classes, 1) / "config.json").read_text())
+        assert get_scorer(f"{name}-v1").version == f"regard-1+{pinned['adapter_sha256'][:12]}+onnx-int8-checked"
+        assert get_scorer(f"{name}-v1").classes == classes
+
+
+def test_checked_backend_recomputes_only_the_close_calls():
+    from nlgbias.scorers.regard_onnx import checked
+
+    logits = np.array([[3.0, 0.0, 0.0], [1.0, 0.9, 0.0], [0.0, 0.0, 5.0], [0.2, 0.0, 0.21]], dtype=np.float32)
+    calls = []
+
+    def exact(ids, mask):
+        calls.append((ids.copy(), mask.copy()))
+        return np.full((len(ids), 3), 7.0)
+
+    ids = np.arange(16).reshape(4, 4)
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]])
+    out = checked(lambda i, m: logits, exact, 0.3)(ids, mask)
+    # rows 1 and 3 have top-two probabilities within 0.3; only they are recomputed, without the all-padding column
+    assert len(calls) == 1 and calls[0][0].tolist() == [[4, 5, 6], [12, 13, 14]]
+    np.testing.assert_array_equal(out[[0, 2]], logits[[0, 2]])
+    assert (out[[1, 3]] == 7.0).all()
+
+
+def test_onnx_backends_agree_with_pytorch_and_fall_back_without_onnxruntime(isolated_cache, monkeypatch):
+    from nlgbias.errors import ScorerError
+    from nlgbias.scorers import regard_onnx
+    from nlgbias.scorers.regard import RegardScorer
+    from nlgbias.training.dataset import load_dataset
+
+    texts = load_dataset()["text"].sample(60, random_state=0).tolist() + ["", "XYZ " + "very " * 80 + "kind."]
+    reference = RegardScorer(backend="torch")
+    expected = reference.score(texts)
+    probs = lambda table: np.array([[d.get(k, np.nan) for k in reference.labels] for d in table["details"][:60]])
+    fp32 = RegardScorer(backend="onnx-fp32")
+    assert fp32.backend == "onnx-fp32" and len(list(isolated_cache.glob("regard-onnx/*.onnx"))) == 1
+    np.testing.assert_allclose(probs(fp32.score(texts)), probs(expected), atol=1e-4)
+    checked = RegardScorer(backend="onnx-int8-checked").score(texts)
+    assert list(checked["label"]) == list(expected["label"])
+    assert checked["details"][61]["truncated"] and checked["label"][60] is None
+    monkeypatch.setenv("NLGBIAS_REGARD_BACKEND", "onnx-int9")
+    with pytest.raises(ScorerError, match="NLGBIAS_REGARD_BACKEND=onnx-int9: unknown regard backend"):
+        RegardScorer()
+    monkeypatch.delenv("NLGBIAS_REGARD_BACKEND")
+    monkeypatch.setattr(regard_onnx, "available", lambda: False)
+    fallback = RegardScorer(backend="onnx-int8-checked")
+    assert fallback.backend == "torch" and fallback.version == reference.version and "+onnx" not in reference.version
+
+
+def test_a_run_with_the_pinned_first_classifier_records_it_in_the_manifest(tmp_path, monkeypatch):
+    from nlgbias.scorers import get_scorer
+
+    monkeypatch.chdir(tmp_path)
+    result = nlgbias.run("sheng2019", models=["fake"], samples=1, n_boot=100, seed=0, out="run", quiet=True,
+                         scorers=["regard-v1"])
+    pinned = get_scorer("regard-v1")
+    assert [s["version"] for s in result.manifest["scorers"]] == [pinned.version]
+    assert pinned.version.startswith("regard-1+252d031efdc4")  # the first release's adapter, whatever RELEASE says
+    texts = result.samples["scored_text"].tolist()
+    assert result.samples["regard-v1_label"].tolist() == list(pinned.score(texts)["label"])

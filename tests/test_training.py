@@ -90,7 +90,7 @@ def test_saved_classifier_reloads(tmp_path):
     expected = predict_proba(model, tok, texts[:3])
     float_bytes = sum(v.numel() * 4 for v in model.trained_state().values())
     save_classifier(model, tmp_path, {"version": "test"})
-    scorer = RegardScorer(tmp_path)
+    scorer = RegardScorer(tmp_path, backend="torch")  # the saved float model itself (the ONNX paths: test_regard.py)
     out = scorer.score(texts[:3] + ["", "XYZ " + "very " * 100 + "kind."])
     got = np.array([[d[k] for k in ("negative", "neutral", "positive")] for d in out["details"][:3]])
     np.testing.assert_allclose(got, expected, atol=2e-3)
@@ -102,10 +102,10 @@ def test_saved_classifier_reloads(tmp_path):
 def test_comparison_of_baselines_on_the_shipped_splits():
     """Cheap models only (the MiniLM rows take minutes per seed; docs/regard.md records them)."""
     from nlgbias.training.baselines import BagOfWords, SentimentAsRegard
-    from nlgbias.training.dataset import load_dataset
+    from nlgbias.training.dataset import dataset_dir, load_dataset
     from nlgbias.training.experiment import LABELS, adjusted_permutation, compare_models, report_markdown
 
-    data = load_dataset()
+    data = load_dataset(dataset_dir() / "regard.csv")  # the v1 data, whose comparison docs/regard.md records
     labels = LABELS[3]
     comparison = compare_models(data, classes=3, seeds=range(2), models={
         "bow-logreg": lambda: BagOfWords(labels), "vader": lambda: SentimentAsRegard("vader", labels)})

@@ -21,7 +21,7 @@ import pandas as pd
 
 from nlgbias.annotation import adjudicate, agreement
 from nlgbias.annotation.categories import REGARD
-from nlgbias.training.dataset import assign_splits, load_dataset
+from nlgbias.training.dataset import assign_splits, dataset_dir, load_dataset
 
 ITEM_COLUMNS = ["id", "text", "source", "model", "decoding", "family", "context", "template_id", "group",
                 "vader_label", "selection", "generation_id"]
@@ -42,7 +42,7 @@ def read_pass(folder: Path, name: str) -> pd.DataFrame:
 
 def v1_items() -> pd.DataFrame:
     """The v1 items in the v2 item layout: default decoding, Sheng family, their v1 majority label."""
-    v1 = load_dataset()
+    v1 = load_dataset(dataset_dir() / "regard.csv")
     return v1.assign(source=v1["model"].str.split("-").str[0] + "/default", decoding="default", family="sheng",
                      selection="v1", regard_v1_4=v1["regard_4"])
 

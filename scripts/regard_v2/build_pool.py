@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from nlgbias.annotation.sample import item_id
-from nlgbias.training.dataset import load_dataset
+from nlgbias.training.dataset import dataset_dir, load_dataset
 
 def uniform(text_id: str, seed: int) -> float:
     """A uniform draw in [0, 1) fixed by the item id and seed."""
@@ -66,7 +66,7 @@ def load_pool(runs: Path) -> pd.DataFrame:
 
 def select(pool: pd.DataFrame, *, random_share: float, per_cell: int, seed: int, everything: bool = False) -> pd.DataFrame:
     """The pool's items chosen for annotation, each with the first reason that chose it."""
-    known = set(load_dataset()["id"])
+    known = set(load_dataset(dataset_dir() / "regard.csv")["id"])
     pool = pool[~pool["id"].isin(known)].copy()
     pool["u"] = pool["id"].map(lambda i: uniform(i, seed))
     reasons = pd.Series("", index=pool.index)

@@ -529,7 +529,7 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, se
     """Rebuild the regard classifier from the annotated data, deterministically.
 
     With the shipped data and defaults, the adapter written to --out is byte-identical to the
-    shipped one on the same machine setup (the command says whether it is).
+    shipped one on the same machine setup (the command says whether it is, and which).
 
     Example:
 
@@ -557,8 +557,9 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, se
     tested = (f"test accuracy {result['test_accuracy']:.3f}, macro-F1 {result['test_macro_f1']:.3f}" if result["n_test"]
               else "no test split, so no test figures")
     click.echo(f"trained on {result['n_train']} sentences (train + dev); {tested}; wrote {out}")
+    same = result["identical_to_shipped"]
     click.echo(f"adapter sha256 {result['adapter_sha256'][:16]}: "
-               + ("identical to the shipped classifier" if result["identical_to_shipped"] else "differs from the shipped classifier"))
+               + (f"identical to the shipped classifier ({same})" if same else "differs from the shipped classifiers"))
     if compare:
         from nlgbias.training.experiment import report_markdown, write_comparison
 

@@ -21,6 +21,8 @@ REGISTRY = {
     "textblob": "nlgbias.scorers.sentiment:TextBlobScorer",
     "regard": "nlgbias.scorers.regard:RegardScorer",
     "regard4": "nlgbias.scorers.regard:Regard4Scorer",
+    "regard-v1": "nlgbias.scorers.regard:RegardV1Scorer",
+    "regard4-v1": "nlgbias.scorers.regard:Regard4V1Scorer",
     "occupation": "nlgbias.scorers.occupations:OccupationScorer",
 }
 _LOADED: dict[str, Scorer] = {}

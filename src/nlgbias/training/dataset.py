@@ -28,14 +28,16 @@ def dataset_dir() -> Path:
     return data_path("regard")
 
 
+DATA_OF_RELEASE = {1: "regard.csv", 2: "regard-v2.csv"}
 DATASET_COLUMNS = ("id", "text", "context", "template_id", "regard_3", "regard_4", "split")
 
 
 def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
-    """The annotated regard dataset (``regard.csv``); one-line InputError for a file that is not one."""
+    """The annotated regard dataset (default: the shipped data of the current release, ``regard.csv``
+    for release 1, ``regard-v2.csv`` for 2); one-line InputError for a file that is not one."""
     from nlgbias.errors import InputError
 
-    source = Path(path) if path is not None else dataset_dir() / "regard.csv"
+    source = Path(path) if path is not None else dataset_dir() / DATA_OF_RELEASE[_release()]
     try:
         table = pd.read_csv(source, keep_default_na=False, na_values=[""])
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -46,6 +48,12 @@ def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
                          f"{', '.join(DATASET_COLUMNS)} (like the shipped regard.csv, or the regard.csv that "
                          f"`nlgbias annotate import` writes)")
     return table
+
+
+def _release() -> int:
+    from nlgbias.scorers.regard import RELEASE
+
+    return RELEASE
 
 
 def training_data(path: str | Path | None = None, *, extra: Sequence[str | Path] = ()) -> pd.DataFrame:
