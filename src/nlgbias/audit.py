@@ -16,6 +16,7 @@ table; this module only wires them together and decides what is already done:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
+from nlgbias.distributed import RayOptions, RayPool
 from nlgbias.analyses import REGISTRY, AnalysisOptions, RunTables, analyses_for, run_analyses
 from nlgbias.errors import InputError, ScorerUnavailable, StoreError, command_line, option
 from nlgbias.keys import config_id, text_hash
@@ -206,7 +208,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         top_p: float | None = None, scorers: Sequence[str] | None = None,
         backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
         min_n: int = 30, quiet: bool = False, command: Sequence[str] | None = None,
-        bls_mapping: str | Path | None = None, force: bool = False) -> RunResult:
+        bls_mapping: str | Path | None = None, force: bool = False, ray: RayOptions | None = None) -> RunResult:
     """Run (or resume, or rebuild) an audit and write its outputs to ``out``.
 
     Parameters
@@ -237,6 +239,9 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         Your own job -> BLS title mapping for the occupation analysis (checked before anything runs).
     force : bool
         Start over when ``out`` holds a run store truncated to 0 bytes (refused otherwise).
+    ray : RayOptions, optional
+        Generate the missing batches, and score, on a pool of Ray actors
+        (:mod:`nlgbias.distributed`); the samples are the same as without Ray.
 
     Returns
     -------
@@ -247,13 +252,20 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
                               max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                               scorers=scorers, backend_options=backend_options, n_boot=n_boot, confidence=confidence,
                               min_n=min_n, bls_mapping=bls_mapping)
-    return run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force)
+    return run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force, ray=ray)
 
 
 def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, command: Sequence[str] | None = None,
-               clock: Stopwatch | None = None, force: bool = False) -> RunResult:
+               clock: Stopwatch | None = None, force: bool = False, ray: RayOptions | None = None) -> RunResult:
     """Run a checked :class:`RunConfig`: the suite's stage (generate and score, or measure
-    probabilities), then its analyses, then the outputs."""
+    probabilities), then its analyses, then the outputs.  With ``ray``, on a Ray pool."""
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(RayPool(ray)) if ray is not None else None  # connects before --out is touched
+        return _run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force, pool=pool)
+
+
+def _run_config(config: RunConfig, *, out: str | Path, quiet: bool, command: Sequence[str] | None,
+                clock: Stopwatch | None, force: bool, pool: RayPool | None) -> RunResult:
     clock = clock or Stopwatch()
     progress = Progress(quiet=quiet)
     for missing in config.unavailable:
@@ -271,8 +283,14 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
             store.save_model_info(model_id, by_id[model_id].fingerprint, backend.info)
             return backend
 
-        stage = _generation_stage if config.params is not None else _probability_stage
-        tables, generated = stage(config, store, load=load, progress=progress, clock=clock)
+        if config.params is None:
+            if pool is not None:
+                progress.note(f"Note: suite {config.suite.name} measures probabilities; that runs in this process, "
+                              f"not on Ray")
+            tables, generated = _probability_stage(config, store, load=load, progress=progress, clock=clock)
+        else:
+            tables, generated = _generation_stage(config, store, load=load, progress=progress, clock=clock,
+                                                  pool=pool)
         finished = store.finish_run(run_id)
         model_infos = [{"model": r.model_id, "backend": r.backend, "fingerprint": r.fingerprint,
                         **(store.model_info(r.model_id, r.fingerprint) or r.info)} for r in config.refs]
@@ -282,6 +300,8 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
     manifest = config.manifest(models=model_infos, results=results, table=table, started=started, finished=finished,
                                command=command)
     manifest["timings_s"] = {name: round(seconds, 3) for name, seconds in clock.laps.items()}  # this invocation
+    if pool is not None:
+        manifest["execution"] = {"ray": pool.stats}  # this invocation
     manifest["peak_memory_gb"] = round(peak_memory_gb(), 3)
     rebuilt = write_outputs(out, run_id, table, results, manifest)
     clock.lap("outputs")
@@ -296,21 +316,36 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
 
 
 def _generation_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
-                      clock: Stopwatch) -> tuple[RunTables, int]:
-    """Plan, generate what the store lacks, cut and mask, score what the store lacks."""
+                      clock: Stopwatch, pool: RayPool | None = None) -> tuple[RunTables, int]:
+    """Plan, generate what the store lacks, cut and mask, score what the store lacks (on ``pool`` if given)."""
     suite, params = config.suite, config.params
     assert params is not None  # generation suites sample
     prompts = expand_suite(suite)
     plan = plan_samples(prompts, config.refs, samples=config.samples, seed=config.seed, params=params,
                         dtype=config.options.dtype)
+    by_id = {r.model_id: r for r in config.refs}
+
+    def remote(model_id: str, batches: list):
+        """The Ray pool's answers for a local model; None (this process asks) for a server model."""
+        ref = by_id[model_id]
+        if pool is None:
+            return None
+        if ref.backend == "openai":
+            progress.note(f"Note: {model_id} is a server model: requests go from this process, not through Ray")
+            return None
+        progress.note(f"loading {model_id} on {pool.workers} Ray workers ...")
+        return pool.generate(ref, config.options, batches,
+                             loaded=lambda info: store.save_model_info(model_id, ref.fingerprint, info))
+
     generated = fill_generations(plan, store, load=load, params=params, batch_size=config.batch_size,
-                                 progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"))
+                                 progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"), remote=remote)
     clock.lap("generate")
     table = build_samples(plan, prompts, store, suite, config.run_id)
     long_rows = []
     for scorer in config.scorers:
         scored = fill_scores(table["scored_text"], scorer, store,
-                             progress=lambda name, n: progress.bar(f"score {name}", n, "text"))
+                             progress=lambda name, n: progress.bar(f"score {name}", n, "text"),
+                             remote=pool.score if pool is not None else None)
         table = attach_scores(table, scored, scorer.name)
         long_rows.append(table[["generation_id", "model", "context", "group", "is_empty"]]
                          .assign(scorer=scorer.name, label=table[f"{scorer.name}_label"]))

@@ -89,9 +89,17 @@ def cli() -> None:
 @click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
 @click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
+@click.option("--ray", "use_ray", is_flag=True,
+              help="Generate and score on a pool of Ray actors in a local Ray instance (pip install 'nlgbias[ray]').")
+@click.option("--ray-address", default=None, metavar="ADDR",
+              help="Run on this Ray cluster instead (auto, HOST:PORT or ray://HOST:PORT; see `ray start`).")
+@click.option("--workers", type=int, default=None,
+              help="Ray actors in the pool [default: as many as the cluster's CPUs (or GPUs) hold].")
+@click.option("--worker-cpus", type=float, default=None, help="CPUs per Ray actor (also its torch threads). [default: 1]")
+@click.option("--worker-gpus", type=float, default=None, help="GPUs per Ray actor; Ray places it on a GPU node. [default: 0]")
 def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
         dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, n_boot, min_n, bls_mapping,
-        force) -> None:
+        force, use_ray, ray_address, workers, worker_cpus, worker_gpus) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -102,6 +110,11 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
 
         \b
         nlgbias run sheng2019 --model smollm2-135m --model gemma3-270m --samples 50 --out runs/two
+
+    On a Ray cluster (after `ray start --head` here and `ray start --address HEAD:6379` on each node):
+
+        \b
+        nlgbias run sheng2019 --samples 1000 --ray-address auto --worker-cpus 4 --out runs/big
     """
     from nlgbias.audit import run as run_audit
     from nlgbias.models import BackendOptions
@@ -113,13 +126,31 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
                       api_base=api_base, models=models)
     options = BackendOptions(dtype=dtype, device=device, api_base=api_base, api_key_env=api_key_env,
                              concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+    ray = ray_options(use_ray, ray_address, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
     result = run_audit(suite, models=list(models) or ["smollm2-135m"], samples=samples, seed=seed, out=out,
                        batch_size=batch_size, max_new_tokens=max_new_tokens, temperature=temperature,
                        top_k=top_k, top_p=top_p, scorers=list(scorers) or None, backend_options=options,
                        n_boot=n_boot, min_n=min_n, quiet=quiet, command=["nlgbias", *sys.argv[1:]],
-                       bls_mapping=bls_mapping, force=force)
+                       bls_mapping=bls_mapping, force=force, ray=ray)
     if not quiet:
         click.echo(f"report: {result.out / 'report.html'}")
+
+
+def ray_options(use_ray: bool, address: str | None, **pool):
+    """``--ray``/``--ray-address`` and the pool flags as :class:`~nlgbias.distributed.RayOptions` (None: no Ray)."""
+    from nlgbias.distributed import RayOptions
+
+    given = {name: value for name, value in pool.items() if value is not None}
+    if not use_ray and address is None:
+        if given:
+            name = next(iter(given))
+            raise InputError(f"--{name.replace('_', '-')} {given[name]:g}: only with --ray or --ray-address")
+        return None
+    if use_ray and address is not None:
+        raise InputError(f"--ray-address {address}: give --ray (a local Ray instance) or --ray-address, not both")
+    options = RayOptions(address=address, **given)
+    options.check()
+    return options
 
 
 @cli.command()
