@@ -137,6 +137,10 @@ def validate(name: str, params: dict, *, files: bool = False) -> None:
                           confidence=0.95, min_n=params["min_n"], device=params["device"],
                           concurrency=params["concurrency"], timeout=params["timeout"],
                           max_retries=params["max_retries"], api_base=params["api_base"], models=params["models"])
+        from nlgbias.cli import ray_options
+
+        ray_options(params["use_ray"], params["ray_address"], workers=params["workers"],
+                    worker_cpus=params["worker_cpus"], worker_gpus=params["worker_gpus"])
 
 
 ALL_EXAMPLES = [c for block in readme_blocks("bash") for c in shell_commands(block)] + help_examples()

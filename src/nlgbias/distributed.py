@@ -34,7 +34,7 @@ from nlgbias.validate import at_least
 
 INSTALL_HINT = "pip install 'nlgbias[ray]'"
 IN_FLIGHT_PER_ACTOR = 2  # calls queued on each actor, so it never waits for the driver's commit
-FAULT_ENV = "NLGBIAS_FAULT_WORKER_EXIT_AT"  # fault injection for tests: first actors exit at their Nth call
+FAULT_ENV = "NLGBIAS_FAULT_WORKER_EXIT_AT"  # tests: "N" the first actors, "N:all" every actor, exit at their Nth call
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ class RayPool:
 
         def start():
             started[0] += 1
-            fault = self._fault if started[0] <= self.workers else None
+            fault = self._fault if started[0] <= self.workers or (self._fault or "").endswith(":all") else None
             return remote.options(name=f"nlgbias-{self._tag}-{name}-{started[0]}").remote(
                 *args, threads=threads, fault=fault, flags=command_line())
         return start
@@ -284,7 +284,7 @@ class _Worker:
         import torch
 
         torch.set_num_threads(threads)
-        self._calls, self._exit_at = 0, int(fault) if fault else None
+        self._calls, self._exit_at = 0, int(fault.split(":")[0]) if fault else None
         self._flags, self._error = flags, None
 
     def _count_call(self) -> None:

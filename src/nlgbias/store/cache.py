@@ -18,7 +18,8 @@ def fill_scores(texts: Sequence[str], scorer, store: RunStore, *, batch_size: in
     """Score the texts the store has no score for, ``batch_size`` per transaction; return every text's score.
 
     ``remote(scorer, chunks) -> iterator of (chunk index, scored table)`` scores the chunks
-    elsewhere, in any order (:meth:`nlgbias.distributed.RayPool.score`); this process still stores them.
+    elsewhere, in any order (:meth:`nlgbias.distributed.RayPool.score`), when there are at least two
+    (for one chunk, starting workers costs more than it saves); this process still stores them.
 
     Returns
     -------
@@ -32,7 +33,7 @@ def fill_scores(texts: Sequence[str], scorer, store: RunStore, *, batch_size: in
     bar = progress(scorer.name, len(todo)) if (progress and todo) else None
     chunks = [todo[start:start + batch_size] for start in range(0, len(todo), batch_size)]
     texts_of = [[t for _, t in chunk] for chunk in chunks]
-    answers = remote(scorer, texts_of) if remote and chunks else ((i, scorer.score(t)) for i, t in enumerate(texts_of))
+    answers = remote(scorer, texts_of) if remote and len(chunks) > 1 else ((i, scorer.score(t)) for i, t in enumerate(texts_of))
     try:
         for index, scored in answers:
             chunk = chunks[index]
