@@ -44,7 +44,8 @@ def generation_seconds(out: Path, *, samples: int, batch_size: int, ray: RayOpti
 
 
 def ray_cost_per_batch(batches: int, batch_size: int) -> dict:
-    """Seconds per batch of the fake backend in-process and through :class:`~nlgbias.distributed.RayPool`."""
+    """Milliseconds per batch of the fake backend in-process and through :class:`~nlgbias.distributed.RayPool`
+    (wall clock, one actor), and the driver's CPU time per batch (its capacity when it is the bottleneck)."""
     from nlgbias.distributed import RayPool
     from nlgbias.models import BackendOptions
 
@@ -59,13 +60,14 @@ def ray_cost_per_batch(batches: int, batch_size: int) -> dict:
     with RayPool(RayOptions(workers=1, worker_cpus=1)) as pool:
         answers = pool.generate(ref, BackendOptions(), work[:1])
         list(answers)  # warm: the actor and its imports
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         remote = dict(pool.generate(ref, BackendOptions(), work, loaded=lambda info: None))
-        ray_s = time.perf_counter() - start
+        ray_s, driver_cpu = time.perf_counter() - start, time.process_time() - cpu
     assert [remote[i] for i in range(batches)] == local
     return {"batches": batches, "batch_size": batch_size, "in_process_ms_per_batch": 1000 * local_s / batches,
             "ray_ms_per_batch": 1000 * ray_s / batches,
-            "ray_overhead_ms_per_batch": 1000 * (ray_s - local_s) / batches}
+            "ray_overhead_ms_per_batch": 1000 * (ray_s - local_s) / batches,
+            "driver_cpu_ms_per_batch": 1000 * driver_cpu / batches}
 
 
 def commit_rate(folder: Path, batch_size: int, seconds: float = 3.0) -> dict:
@@ -135,7 +137,8 @@ def main() -> None:
     cost = results["ray_per_batch"]
     print(f"\nRay start {results['ray_start_s']:.1f} s; per batch of {cost['batch_size']} (fake backend, "
           f"{cost['batches']} batches): in-process {cost['in_process_ms_per_batch']:.2f} ms, Ray "
-          f"{cost['ray_ms_per_batch']:.2f} ms, overhead {cost['ray_overhead_ms_per_batch']:.2f} ms\n")
+          f"{cost['ray_ms_per_batch']:.2f} ms, overhead {cost['ray_overhead_ms_per_batch']:.2f} ms, driver CPU "
+          f"{cost['driver_cpu_ms_per_batch']:.2f} ms\n")
     print("| rows per commit | commits/s | samples/s |\n|---:|---:|---:|")
     for row in results["commits"]:
         print(f"| {row['batch_size']} | {row['commits_per_s']:.0f} | {row['samples_per_s']:.0f} |")

@@ -285,7 +285,8 @@ class _Worker:
 
         torch.set_num_threads(threads)
         self._calls, self._exit_at = 0, int(fault.split(":")[0]) if fault else None
-        self._flags, self._error = flags, None
+        self._flags = flags
+        self._error: str | None = None
 
     def _count_call(self) -> None:
         self._calls += 1
