@@ -210,7 +210,7 @@ CASES = [
     ("run-ray-worker-cpus-0", RUN + ["--ray", "--worker-cpus", "0"], "--worker-cpus 0: a worker needs at least one CPU or GPU"),
     ("run-ray-worker-gpus-negative", RUN + ["--ray", "--worker-gpus", "-1"], "--worker-gpus -1.0: must be at least 0"),
     ("run-ray-address-unreachable", RUN + ["--ray-address", "127.0.0.1:9"], "--ray-address 127.0.0.1:9: no Ray cluster answers there"),
-    ("run-ray-address-no-port", RUN + ["--ray-address", "headnode"], "--ray-address headnode: give auto, HOST:PORT or ray://HOST:PORT"),
+    ("run-ray-address-no-port", RUN + ["--ray-address", "headnode"], "--ray-address headnode: give auto, or HOST:PORT of the head node"),
     ("run-ray-workers-without-ray", RUN + ["--workers", "2"], "--workers 2: only with --ray or --ray-address"),
     ("run-ray-and-address", RUN + ["--ray", "--ray-address", "auto"], "--ray-address auto: give --ray (a local Ray instance) or --ray-address, not both"),
     # run: models and servers

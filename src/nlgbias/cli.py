@@ -92,7 +92,7 @@ def cli() -> None:
 @click.option("--ray", "use_ray", is_flag=True,
               help="Generate and score on a pool of Ray actors in a local Ray instance (pip install 'nlgbias[ray]').")
 @click.option("--ray-address", default=None, metavar="ADDR",
-              help="Run on this Ray cluster instead (auto, HOST:PORT or ray://HOST:PORT; see `ray start`).")
+              help="Run on this Ray cluster instead (auto, or HOST:PORT of its head; run this on a node of the cluster).")
 @click.option("--workers", type=int, default=None,
               help="Ray actors in the pool [default: as many as the cluster's CPUs (or GPUs) hold].")
 @click.option("--worker-cpus", type=float, default=None, help="CPUs per Ray actor (also its torch threads). [default: 1]")

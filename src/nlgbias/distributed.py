@@ -45,8 +45,8 @@ class RayOptions:
     Parameters
     ----------
     address : str, optional
-        A running cluster (``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``); None starts a local
-        Ray instance for the run (or uses the one this process is already connected to).
+        A running cluster that this machine is a node of (``auto``, or ``HOST:PORT`` of its head);
+        None starts a local Ray instance for the run (or uses the one this process is connected to).
     workers : int, optional
         Actors in the pool; default: as many as the cluster's CPUs (or GPUs) hold.
     worker_cpus, worker_gpus : float
@@ -72,7 +72,7 @@ class RayOptions:
                              f"(give {option('--worker-gpus', 1)} for GPU workers)")
         at_least(self.retries, 0, "retries")
         if self.address is not None and (not isinstance(self.address, str) or not self.address.strip()):
-            raise InputError(f"{option('--ray-address', repr(self.address))}: give auto, HOST:PORT or ray://HOST:PORT")
+            raise InputError(f"{option('--ray-address', repr(self.address))}: give auto, or HOST:PORT of the head node")
 
 
 def import_ray():
@@ -89,10 +89,9 @@ def _check_reachable(address: str) -> None:
     """Fail in one line, in seconds, where ``ray.init`` would wait minutes for a dead address."""
     if address == "auto":
         return
-    host_port = address.split("://", 1)[-1]
-    host, _, port = host_port.rpartition(":")
+    host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
-        raise InputError(f"{option('--ray-address', address)}: give auto, HOST:PORT or ray://HOST:PORT")
+        raise InputError(f"{option('--ray-address', address)}: give auto, or HOST:PORT of the head node")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=3):
             pass
