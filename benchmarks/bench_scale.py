@@ -3,9 +3,11 @@
 In one run on one machine:
 
 1. generation of ``sheng2019`` x ``--samples`` per prompt (default 20: 1,200 samples) on the
-   embedded smollm2-135m, three ways: in this process (torch on 2 threads), through Ray with one
-   2-CPU actor (2 threads: the overhead of the Ray path), and with two 1-CPU actors; the three
-   sample tables must be identical;
+   embedded smollm2-135m, three ways: in this process (torch on ``--threads`` threads, default 2),
+   through Ray with one actor of ``--threads`` CPUs (the overhead of the Ray path), and with two
+   actors of ``max(1, threads // 2)`` CPUs; the three sample tables must be identical (``--threads 1``
+   on a machine whose cores are busy with other work: OpenMP threads that wait for each other
+   there spin instead of working, which swamps what is measured);
 2. Ray's cost per batch: the ``fake`` backend (no compute) in-process vs on one actor, per batch;
 3. the run store's commit rate: ``add_generations`` of batches of 1, 8, 120 and 1,000 rows
    (SQLite WAL, ``synchronous=FULL``) into a fresh store, commits/s and samples/s.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import tempfile
 import time
@@ -93,25 +96,28 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=20, help="samples per prompt (60 prompts)")
     parser.add_argument("--batch-size", type=int, default=60)
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads in-process and CPUs of the one actor")
     parser.add_argument("--skip-generation", action="store_true", help="only the per-batch cost and commit rate")
     args = parser.parse_args()
 
     import ray
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
+    half = max(1, args.threads // 2)
     start = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     results: dict = {"ray_start_s": time.perf_counter() - start, "ray": ray.__version__, "torch": torch.__version__,
+                     "threads": args.threads, "load_average_at_start": os.getloadavg(),
                      "python": platform.python_version(), "samples": 60 * args.samples, "batch_size": args.batch_size}
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         if not args.skip_generation:
             rows = []
             tables = {}
-            for name, options in [("in-process, torch on 2 threads", None),
-                                  ("Ray, one actor with 2 CPUs (2 threads)", RayOptions(workers=1, worker_cpus=2)),
-                                  ("Ray, two actors with 1 CPU each", RayOptions(workers=2, worker_cpus=1))]:
+            for name, options in [(f"in-process, torch on {args.threads} threads", None),
+                                  (f"Ray, one actor with {args.threads} CPUs", RayOptions(workers=1, worker_cpus=args.threads)),
+                                  (f"Ray, two actors with {half} CPU each", RayOptions(workers=2, worker_cpus=half))]:
                 seconds, table = generation_seconds(tmp_path / name.replace(" ", "_"), samples=args.samples,
                                                     batch_size=args.batch_size, ray=options)
                 tables[name] = table
@@ -127,6 +133,7 @@ def main() -> None:
         results["ray_per_batch"] = ray_cost_per_batch(200, 60)
         results["commits"] = [commit_rate(tmp_path, size) for size in (1, 8, 120, 1000)]
     ray.shutdown()
+    results["load_average_at_end"] = os.getloadavg()
 
     if "generation" in results:
         print(f"\n{results['samples']} samples, batch {results['batch_size']}; identical samples: "
