@@ -203,7 +203,7 @@ CASES = [
     ("run-min-n-negative", RUN + ["--min-n", "-1"], "--min-n -1: must be a whole number of at least 1"),
     ("run-min-n-0", RUN + ["--min-n", "0"], "--min-n 0: must be a whole number of at least 1"),
     ("run-seed-word", RUN + ["--seed", "x"], "Invalid value for '--seed'"),
-    ("run-unknown-option", RUN + ["--bogus"], "No such option '--bogus'. Did you mean '--out'?"),
+    ("run-unknown-option", RUN + ["--bogus"], "No such option '--bogus'. (Did you mean one of: '--out'"),
     # run: Ray pool (checked before Ray starts or the store is touched)
     ("run-ray-workers-0", RUN + ["--ray", "--workers", "0"], "--workers 0: must be a whole number of at least 1"),
     ("run-ray-worker-cpus-negative", RUN + ["--ray", "--worker-cpus", "-1"], "--worker-cpus -1.0: must be at least 0"),
