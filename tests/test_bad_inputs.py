@@ -213,7 +213,16 @@ CASES = [
     ("run-min-n-negative", RUN + ["--min-n", "-1"], "--min-n -1: must be a whole number of at least 1"),
     ("run-min-n-0", RUN + ["--min-n", "0"], "--min-n 0: must be a whole number of at least 1"),
     ("run-seed-word", RUN + ["--seed", "x"], "Invalid value for '--seed'"),
-    ("run-unknown-option", RUN + ["--bogus"], "No such option '--bogus'. Did you mean '--out'?"),
+    ("run-unknown-option", RUN + ["--bogus"], "No such option '--bogus'. (Did you mean one of: '--out'"),
+    # run: Ray pool (checked before Ray starts or the store is touched)
+    ("run-ray-workers-0", RUN + ["--ray", "--workers", "0"], "--workers 0: must be a whole number of at least 1"),
+    ("run-ray-worker-cpus-negative", RUN + ["--ray", "--worker-cpus", "-1"], "--worker-cpus -1.0: must be at least 0"),
+    ("run-ray-worker-cpus-0", RUN + ["--ray", "--worker-cpus", "0"], "--worker-cpus 0: a worker needs at least one CPU or GPU"),
+    ("run-ray-worker-gpus-negative", RUN + ["--ray", "--worker-gpus", "-1"], "--worker-gpus -1.0: must be at least 0"),
+    ("run-ray-address-unreachable", RUN + ["--ray-address", "127.0.0.1:9"], "--ray-address 127.0.0.1:9: no Ray cluster answers there"),
+    ("run-ray-address-no-port", RUN + ["--ray-address", "headnode"], "--ray-address headnode: give auto, or HOST:PORT of the head node"),
+    ("run-ray-workers-without-ray", RUN + ["--workers", "2"], "--workers 2: only with --ray or --ray-address"),
+    ("run-ray-and-address", RUN + ["--ray", "--ray-address", "auto"], "--ray-address auto: give --ray (a local Ray instance) or --ray-address, not both"),
     # run: models and servers
     ("run-model-empty", ["run", "--model", "", "--out", F, "--quiet"], "--model: empty value"),
     ("run-model-alias-typo", ["run", "--model", "smollm2", "--out", F, "--quiet"], "--model smollm2: unknown model alias; did you mean smollm2-135m?"),

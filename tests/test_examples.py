@@ -144,6 +144,10 @@ def validate(name: str, params: dict, *, files: bool = False) -> None:
 
             _precision_target(nlgbias.load_suite(params["suite"]), params["models"], samples=params["samples"],
                               until_mde=params["until_mde"], max_samples=params["max_samples"])
+        from nlgbias.cli import ray_options
+
+        ray_options(params["use_ray"], params["ray_address"], workers=params["workers"],
+                    worker_cpus=params["worker_cpus"], worker_gpus=params["worker_gpus"])
 
 
 ALL_EXAMPLES = [c for block in readme_blocks("bash") for c in shell_commands(block)] + help_examples()

@@ -15,6 +15,7 @@ from nlgbias.errors import NlgbiasError  # noqa: E402
 from nlgbias.suites import expand_suite, load_suite, list_suites  # noqa: E402
 from nlgbias.scorers import score  # noqa: E402
 from nlgbias.audit import run  # noqa: E402
+from nlgbias.distributed import RayOptions  # noqa: E402
 from nlgbias.planning import plan  # noqa: E402
 from nlgbias.combine import report_runs  # noqa: E402
 
@@ -38,4 +39,4 @@ def compare_regard(texts_a, texts_b, *, n_boot: int = 2000, seed: int = 0):
 
 
 __all__ = ["__version__", "NlgbiasError", "load_suite", "expand_suite", "list_suites", "score", "run", "plan",
-           "compare_regard", "report_runs"]
+           "compare_regard", "report_runs", "RayOptions"]

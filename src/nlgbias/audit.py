@@ -16,6 +16,7 @@ table; this module only wires them together and decides what is already done:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
+from nlgbias.distributed import RayOptions, RayPool
 from nlgbias.analyses import REGISTRY, AnalysisOptions, RunTables, analyses_for, run_analyses
 from nlgbias.errors import InputError, ScorerUnavailable, StoreError, command_line, option
 from nlgbias.keys import config_id, text_hash
@@ -221,7 +223,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
         min_n: int = 30, quiet: bool = False, command: Sequence[str] | None = None,
         bls_mapping: str | Path | None = None, force: bool = False, until_mde: float | None = None,
-        max_samples: int | None = None) -> RunResult:
+        max_samples: int | None = None, ray: RayOptions | None = None) -> RunResult:
     """Run (or resume, or rebuild) an audit and write its outputs to ``out``.
 
     Parameters
@@ -259,6 +261,9 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         (:mod:`nlgbias.precision`; the rounds are in ``manifest["precision"]``).
     max_samples : int, optional
         The budget of ``until_mde``: samples per prompt at most (default 1000).
+    ray : RayOptions, optional
+        Generate the missing batches, and score, on a pool of Ray actors
+        (:mod:`nlgbias.distributed`); the samples are the same as without Ray.
 
     Returns
     -------
@@ -269,13 +274,20 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
                               max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                               scorers=scorers, backend_options=backend_options, n_boot=n_boot, confidence=confidence,
                               min_n=min_n, bls_mapping=bls_mapping, until_mde=until_mde, max_samples=max_samples)
-    return run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force)
+    return run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force, ray=ray)
 
 
 def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, command: Sequence[str] | None = None,
-               clock: Stopwatch | None = None, force: bool = False) -> RunResult:
+               clock: Stopwatch | None = None, force: bool = False, ray: RayOptions | None = None) -> RunResult:
     """Run a checked :class:`RunConfig`: the suite's stage (generate and score, or measure
-    probabilities), then its analyses, then the outputs."""
+    probabilities), then its analyses, then the outputs.  With ``ray``, on a Ray pool."""
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(RayPool(ray)) if ray is not None else None  # connects before --out is touched
+        return _run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force, pool=pool)
+
+
+def _run_config(config: RunConfig, *, out: str | Path, quiet: bool, command: Sequence[str] | None,
+                clock: Stopwatch | None, force: bool, pool: RayPool | None) -> RunResult:
     clock = clock or Stopwatch()
     progress = Progress(quiet=quiet)
     for missing in config.unavailable:
@@ -296,9 +308,16 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
             store.save_model_info(model_id, by_id[model_id].fingerprint, backend.info)
             return backend
 
-        stage = _generation_stage if config.params is not None else _probability_stage
+        if config.params is None and pool is not None:
+            progress.note(f"Note: suite {config.suite.name} measures probabilities; that runs in this process, "
+                          f"not on Ray")
         try:
-            tables, generated, precision = stage(config, store, load=load, progress=progress, clock=clock)
+            if config.params is None:
+                tables, generated, precision = _probability_stage(config, store, load=load, progress=progress,
+                                                                  clock=clock)
+            else:
+                tables, generated, precision = _generation_stage(config, store, load=load, progress=progress,
+                                                                 clock=clock, pool=pool)
         finally:  # what each server answered, also when the run stops on an error
             for model_id, (backend, earlier) in loaded.items():
                 store.save_model_info(model_id, by_id[model_id].fingerprint, with_earlier_answers(earlier, backend.info))
@@ -317,6 +336,8 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
     if precision is not None:
         manifest["precision"] = precision
     manifest["timings_s"] = {name: round(seconds, 3) for name, seconds in clock.laps.items()}  # this invocation
+    if pool is not None:
+        manifest["execution"] = {"ray": pool.stats}  # this invocation
     manifest["peak_memory_gb"] = round(peak_memory_gb(), 3)
     rebuilt = write_outputs(out, run_id, table, results, manifest)
     clock.lap("outputs")
@@ -337,37 +358,53 @@ def _backend_info(info: dict) -> dict:
 
 
 def _generation_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
-                      clock: Stopwatch) -> tuple[RunTables, int, dict | None]:
-    """Plan, generate what the store lacks, cut and mask, score what the store lacks (with
-    ``--until-mde``: in rounds, see :mod:`nlgbias.precision`; the third value is the manifest's record)."""
+                      clock: Stopwatch, pool: RayPool | None = None) -> tuple[RunTables, int, dict | None]:
+    """Plan, generate what the store lacks, cut and mask, score what the store lacks (on ``pool`` if
+    given; with ``--until-mde``: in rounds, see :mod:`nlgbias.precision`; the third value is the
+    manifest's record)."""
     suite, params = config.suite, config.params
     assert params is not None  # generation suites sample
     prompts = expand_suite(suite)
+    by_id = {r.model_id: r for r in config.refs}
+
+    def remote(model_id: str, batches: list):
+        """The Ray pool's answers for a local model; None (this process asks) for a server model."""
+        ref = by_id[model_id]
+        if pool is None:
+            return None
+        if ref.backend == "openai":
+            progress.note(f"Note: {model_id} is a server model: requests go from this process, not through Ray")
+            return None
+        progress.note(f"loading {model_id} on {pool.workers} Ray workers ...")
+        return pool.generate(ref, config.options, batches,
+                             loaded=lambda info: store.save_model_info(model_id, ref.fingerprint, info))
 
     def generate(plan: pd.DataFrame) -> int:
         return fill_generations(plan, store, load=load, params=params, batch_size=config.batch_size,
-                                progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"))
+                                progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"), remote=remote)
 
     if config.precision is None:
         plan = plan_samples(prompts, config.refs, samples=config.samples, seed=config.seed, params=params,
                             dtype=config.options.dtype)
         generated, record = generate(plan), None
         clock.lap("generate")
-        tables = _scored_tables(config, store, plan, prompts, progress)
+        tables = _scored_tables(config, store, plan, prompts, progress, pool)
     else:
-        tables, generated, record = _precision_rounds(config, store, prompts, generate, progress)
+        tables, generated, record = _precision_rounds(config, store, prompts, generate, progress, pool)
         clock.lap("generate")  # the rounds interleave generation and scoring
     clock.lap("score")
     return tables, generated, record
 
 
 def _scored_tables(config: RunConfig, store: RunStore, plan: pd.DataFrame, prompts: pd.DataFrame,
-                   progress: Progress) -> RunTables:
-    """The samples of ``plan`` (all generated) cut, masked and scored by every scorer (cached in the store)."""
+                   progress: Progress, pool: RayPool | None = None) -> RunTables:
+    """The samples of ``plan`` (all generated) cut, masked and scored by every scorer (cached in the
+    store; on ``pool`` if given)."""
     table = build_samples(plan, prompts, store, config.suite, config.run_id)
     for scorer in config.scorers:
         scored = fill_scores(table["scored_text"], scorer, store,
-                             progress=lambda name, n: progress.bar(f"score {name}", n, "text"))
+                             progress=lambda name, n: progress.bar(f"score {name}", n, "text"),
+                             remote=pool.score if pool is not None else None)
         table = attach_scores(table, scored, scorer.name)
     return RunTables(table, scored_long(table, [s.name for s in config.scorers]), config.suite)
 
@@ -382,7 +419,7 @@ def scored_long(samples: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
 
 
 def _precision_rounds(config: RunConfig, store: RunStore, prompts: pd.DataFrame, generate,
-                      progress: Progress) -> tuple[RunTables, int, dict]:
+                      progress: Progress, pool: RayPool | None = None) -> tuple[RunTables, int, dict]:
     """``--until-mde``: generate and score round by round (:func:`nlgbias.precision.sample_until`).
 
     A round's plan is the sample indices each prompt group gains, in the sample-major order of
@@ -410,7 +447,7 @@ def _precision_rounds(config: RunConfig, store: RunStore, prompts: pd.DataFrame,
         plan, new = planned(samples, state["have"])
         state["generated"] += generate(new.reset_index(drop=True)) if len(new) else 0
         state["have"], state["plan"] = dict(samples), plan
-        tables = _scored_tables(config, store, plan, prompts, progress)
+        tables = _scored_tables(config, store, plan, prompts, progress, pool)
         state["tables"] = tables
         results = REGISTRY["shares"].compute(tables, config.analysis)
         return comparison_cells(results)

@@ -112,10 +112,19 @@ def cli() -> None:
                    "effect is at most this many percentage points; precise prompt groups stop early.")
 @click.option("--max-samples", type=int, default=None,
               help="With --until-mde: samples per prompt at most [default: 1000].")
+@click.option("--ray", "use_ray", is_flag=True,
+              help="Generate and score on a pool of Ray actors in a local Ray instance (pip install 'nlgbias[ray]').")
+@click.option("--ray-address", default=None, metavar="ADDR",
+              help="Run on this Ray cluster instead (auto, or HOST:PORT of its head; run this on a node of the cluster).")
+@click.option("--workers", type=int, default=None,
+              help="Ray actors in the pool [default: as many as the cluster's CPUs (or GPUs) hold].")
+@click.option("--worker-cpus", type=float, default=None, help="CPUs per Ray actor (also its torch threads). [default: 1]")
+@click.option("--worker-gpus", type=float, default=None, help="GPUs per Ray actor; Ray places it on a GPU node. [default: 0]")
 @export_option
 def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
         dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, cooldown, n_boot, min_n,
-        bls_mapping, force, exports, until_mde, max_samples) -> None:
+        bls_mapping, force, exports, until_mde, max_samples, use_ray, ray_address, workers, worker_cpus,
+        worker_gpus) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -126,6 +135,11 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
 
         \b
         nlgbias run sheng2019 --model smollm2-135m --model gemma3-270m --samples 50 --out runs/two
+
+    On a Ray cluster (after `ray start --head` here and `ray start --address HEAD:6379` on each node):
+
+        \b
+        nlgbias run sheng2019 --samples 1000 --ray-address auto --worker-cpus 4 --out runs/big
     """
     from nlgbias.audit import run as run_audit
     from nlgbias.models import BackendOptions
@@ -139,15 +153,34 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
                       api_base=api_base, models=models, cooldown=cooldown)
     options = BackendOptions(dtype=dtype, device=device, api_base=api_base or None, api_key_env=api_key_env,
                              concurrency=concurrency, timeout=timeout, max_retries=max_retries, cooldown=cooldown)
+    ray = ray_options(use_ray, ray_address, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
     result = run_audit(suite, models=list(models) or ["smollm2-135m"], samples=samples, seed=seed, out=out,
                        batch_size=batch_size, max_new_tokens=max_new_tokens, temperature=temperature,
                        top_k=top_k, top_p=top_p, scorers=list(scorers) or None, backend_options=options,
                        n_boot=n_boot, min_n=min_n, quiet=quiet, command=["nlgbias", *sys.argv[1:]],
-                       bls_mapping=bls_mapping, force=force, until_mde=until_mde, max_samples=max_samples)
+                       bls_mapping=bls_mapping, force=force, until_mde=until_mde, max_samples=max_samples,
+                       ray=ray)
     if not quiet:
         click.echo(f"report: {result.out / 'report.html'}")
     if formats:
         _echo_exports(result.out, formats)
+
+
+def ray_options(use_ray: bool, address: str | None, **pool):
+    """``--ray``/``--ray-address`` and the pool flags as :class:`~nlgbias.distributed.RayOptions` (None: no Ray)."""
+    from nlgbias.distributed import RayOptions
+
+    given = {name: value for name, value in pool.items() if value is not None}
+    if not use_ray and address is None:
+        if given:
+            name = next(iter(given))
+            raise InputError(f"--{name.replace('_', '-')} {given[name]:g}: only with --ray or --ray-address")
+        return None
+    if use_ray and address is not None:
+        raise InputError(f"--ray-address {address}: give --ray (a local Ray instance) or --ray-address, not both")
+    options = RayOptions(address=address, **given)
+    options.check()
+    return options
 
 
 @cli.command()

@@ -6,7 +6,7 @@ implements resume itself (the pattern of lm-evaluation-harness's ``CachingLM``).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Generator, Iterator
 
 import pandas as pd
 
@@ -34,7 +34,8 @@ def missing_batches(plan: pd.DataFrame, store: RunStore, batch_size: int) -> lis
 
 
 def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str], Backend],
-                     params: SamplingParams, batch_size: int, progress: Callable | None = None) -> int:
+                     params: SamplingParams, batch_size: int, progress: Callable | None = None,
+                     remote: Callable[[str, list], Generator[tuple[int, list[str]], None, None] | None] | None = None) -> int:
     """Generate every missing batch of ``plan`` and store each batch in one transaction.
 
     Local models generate fixed batches (a resumed run is bit-identical); server models
@@ -51,7 +52,12 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
     batch_size : int
         See :func:`missing_batches`.
     progress : callable, optional
-        ``progress(model_id, total) -> bar`` with ``bar.update(n)`` and ``bar.close()``.
+        ``progress(model_id, total) -> bar`` with ``bar.update(n)`` and ``bar.close()``; it counts
+        stored samples.
+    remote : callable, optional
+        ``remote(model_id, batches) -> iterator of (batch index, texts)`` that generates the
+        batches (lists of requests) elsewhere, in any order (:mod:`nlgbias.distributed`), or
+        None for a model it does not run; this process still stores every batch.
 
     Returns
     -------
@@ -64,6 +70,18 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
     for batch in batches:
         by_model.setdefault(batch["model"].iloc[0], []).append(batch)
     for model_id, model_batches in by_model.items():
+        requests = [[GenerationRequest(prompt, params, int(seed)) for prompt, seed in zip(batch["prompt"], batch["seed"])]
+                    for batch in model_batches]
+        answers = remote(model_id, requests) if remote else None
+        if answers is not None:
+            bar = progress(model_id, sum(len(b) for b in model_batches)) if progress else None
+            try:
+                generated += _store_batches(model_id, model_batches, answers, store, params=params, bar=bar)
+            finally:
+                if bar:
+                    bar.close()
+                answers.close()  # a generator: stops its workers if storing failed
+            continue
         backend = load(model_id)
         answered = hasattr(backend, "answer_groups")
         if answered:  # server models: only the missing samples, each stored as it arrives
@@ -74,20 +92,27 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
             if answered:
                 generated += _fill_as_answered(rows, store, backend, params=params, bar=bar)
                 continue
-            for batch in model_batches:
-                requests = [GenerationRequest(prompt, params, int(seed))
-                            for prompt, seed in zip(batch["prompt"], batch["seed"])]
-                texts = backend.generate(requests)
-                store.add_generations(generation_rows(model_id, params, zip(batch["generation_id"], batch["prompt"],
-                                                                            batch["seed"], texts)))
-                generated += len(batch)
-                if bar:
-                    bar.update(len(batch))
+            in_order = ((i, backend.generate(batch)) for i, batch in enumerate(requests))
+            generated += _store_batches(model_id, model_batches, in_order, store, params=params, bar=bar)
         finally:
             if bar:
                 bar.close()
             backend.close()
     return generated
+
+
+def _store_batches(model_id: str, batches: list[pd.DataFrame], answers: Iterator[tuple[int, list[str]]],
+                   store: RunStore, *, params: SamplingParams, bar) -> int:
+    """Store each ``(batch index, texts)`` of ``answers`` in one transaction as it arrives; return samples stored."""
+    stored = 0
+    for index, texts in answers:
+        batch = batches[index]
+        store.add_generations(generation_rows(model_id, params, zip(batch["generation_id"], batch["prompt"],
+                                                                    batch["seed"], texts)))
+        stored += len(batch)
+        if bar:
+            bar.update(len(batch))
+    return stored
 
 
 def generation_rows(model_id: str, params: SamplingParams, samples) -> list[dict]:
