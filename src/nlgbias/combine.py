@@ -156,8 +156,16 @@ def _settings(folder: Path, manifest: dict, *, min_n: int | None, confidence: fl
     }
 
 
+def _full_names(samples: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+    """``samples`` of one run with its display names (``model``) mapped back to the full ``--model``
+    values that seed the statistics (runs written before display names carry the full value)."""
+    full = {m.get("name", m["model"]): m["model"] for m in manifest["models"]}
+    return samples.assign(model=samples["model"].map(lambda name: full.get(name, name)))
+
+
 def _analyse(members, *, min_n: int | None, confidence: float | None) -> Part:
-    from nlgbias.audit import scored_long
+    from nlgbias.audit import MODELS_COLUMNS, scored_long
+    from nlgbias.models.names import model_names, rename_models, rename_results
 
     (_, _, _, manifest), settings = members[0]
     folders = [entry[0] for entry, _ in members]
@@ -168,7 +176,7 @@ def _analyse(members, *, min_n: int | None, confidence: float | None) -> Part:
                 raise InputError(f"{folder}: model {model} is also in {owner[model]}, with the same settings; "
                                  f"give one of the two runs")
             owner[model] = folder
-    samples = pd.concat([entry[2] for entry, _ in members], ignore_index=True)
+    samples = pd.concat([_full_names(entry[2], entry[3]) for entry, _ in members], ignore_index=True)
     try:
         suite = Suite.from_dict(manifest["suite"])
     except (KeyError, TypeError, ValueError):
@@ -181,13 +189,17 @@ def _analyse(members, *, min_n: int | None, confidence: float | None) -> Part:
                               confidence=float(settings["confidence"]), min_n=int(settings["min_n"]),
                               bls_mapping=statistics.get("bls_mapping"))
     tables = RunTables(samples, scored_long(samples, scorers), suite)
-    results = run_analyses(analyses_for(suite, scorers, len(models)), tables, options)
+    names = model_names(models)  # unique over all the part's runs, as one run of them all would name them
+    infos = [{**m, "name": names[m["model"]]} for entry, _ in members for m in entry[3]["models"]]
+    results = rename_results(run_analyses(analyses_for(suite, scorers, len(models)), tables, options), names).merged(
+        Results({"models": pd.DataFrame(infos, columns=list(MODELS_COLUMNS))}, {}))
+    samples = rename_models(samples, names)
     part_manifest = {
         **manifest,
         "run_id": " + ".join(entry[3]["run_id"] for entry, _ in members),
         "started_at": min(entry[3]["started_at"] for entry, _ in members),
         "finished_at": max(entry[3]["finished_at"] for entry, _ in members),
-        "models": [m for entry, _ in members for m in entry[3]["models"]],
+        "models": infos,
         "scorers_unavailable": [u for entry, _ in members for u in entry[3].get("scorers_unavailable", [])],
         "statistics": {**statistics, "analyses": list(results.meta.get("analyses", [])),
                        "confidence": options.confidence, "min_n": options.min_n,
