@@ -128,7 +128,8 @@ def test_the_shares_template_prints_cut_labels_with_the_full_label_as_tooltip():
     context = sections.shares(Results({"shares": _shares(rows), "gaps": pd.DataFrame(columns=["p_adj", "diff"]),
                                        "model_gaps": pd.DataFrame()}, {}), pd.DataFrame(), {"scorers": [{"name": "vader"}]})
     meta = {"min_n": 30, "ci": "", "test": "", "correction": "", "mde": "", "n_comparisons": 0}
-    page = _environment().get_template("_shares.html.j2").render(shares=context, meta=meta, alpha=0.05)
+    page = _environment().get_template("_shares.html.j2").render(shares=context, meta=meta, alpha=0.05,
+                                                                   ci_label="95% CI")
     labels = _text_extents(page)
     assert [text for _, text in labels] == [long[:svg.MAX_LABEL - 1] + "…", "mollm2-135m · straight"]
     assert all(left >= 0 for left, _ in labels)
