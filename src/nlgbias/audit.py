@@ -37,7 +37,7 @@ from nlgbias.keys import config_id, text_hash
 from nlgbias.metrics import Results
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
 from nlgbias.models.hf import first_load_note
-from nlgbias.models.names import model_names, rename_models, rename_results
+from nlgbias.models.names import model_names, named_results, rename_models
 from nlgbias.models.plan import plan_samples
 from nlgbias.models.servers import with_earlier_answers
 from nlgbias.precision import PrecisionTarget
@@ -61,7 +61,6 @@ def output_names(results: Results) -> list[str]:
     return [*FIRST_OUTPUTS, *(f"{name}.csv" for name in results.tables), *LAST_OUTPUTS]
 
 
-MODELS_COLUMNS = ("name", "model", "backend", "fingerprint")  # models.csv: display name -> full --model value
 LIBRARIES = ("torch", "transformers", "gguf", "numpy", "pandas", "pyarrow", "scipy", "statsmodels",
              "vaderSentiment", "textblob", "jinja2", "click")
 
@@ -327,8 +326,7 @@ def _run_config(config: RunConfig, *, out: str | Path, quiet: bool, command: Seq
                         "fingerprint": r.fingerprint, **_backend_info(store.model_info(r.model_id, r.fingerprint)
                                                                       or r.info)} for r in config.refs]
     # The statistics are seeded by the full --model values; the outputs name each model by its display name.
-    results = rename_results(run_analyses(config.analyses, tables, config.analysis), names).merged(
-        Results({"models": pd.DataFrame(model_infos, columns=list(MODELS_COLUMNS))}, {}))
+    results = named_results(run_analyses(config.analyses, tables, config.analysis), names, model_infos)
     clock.lap("metrics")
     table = rename_models(tables.samples, names)
     manifest = config.manifest(models=model_infos, results=results, table=table, started=started, finished=finished,

@@ -164,8 +164,8 @@ def _full_names(samples: pd.DataFrame, manifest: dict) -> pd.DataFrame:
 
 
 def _analyse(members, *, min_n: int | None, confidence: float | None) -> Part:
-    from nlgbias.audit import MODELS_COLUMNS, scored_long
-    from nlgbias.models.names import model_names, rename_models, rename_results
+    from nlgbias.audit import scored_long
+    from nlgbias.models.names import model_names, named_results, rename_models
 
     (_, _, _, manifest), settings = members[0]
     folders = [entry[0] for entry, _ in members]
@@ -191,8 +191,7 @@ def _analyse(members, *, min_n: int | None, confidence: float | None) -> Part:
     tables = RunTables(samples, scored_long(samples, scorers), suite)
     names = model_names(models)  # unique over all the part's runs, as one run of them all would name them
     infos = [{**m, "name": names[m["model"]]} for entry, _ in members for m in entry[3]["models"]]
-    results = rename_results(run_analyses(analyses_for(suite, scorers, len(models)), tables, options), names).merged(
-        Results({"models": pd.DataFrame(infos, columns=list(MODELS_COLUMNS))}, {}))
+    results = named_results(run_analyses(analyses_for(suite, scorers, len(models)), tables, options), names, infos)
     samples = rename_models(samples, names)
     part_manifest = {
         **manifest,

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 MODEL_COLUMNS = ("model", "model_a", "model_b")
+MODELS_COLUMNS = ("name", "model", "backend", "fingerprint")  # models.csv: display name -> full --model value
 
 
 def _short(spec: str) -> str:
@@ -84,3 +85,13 @@ def rename_results(results, names: Mapping[str, str]):
     if isinstance(meta.get("models"), list):
         meta["models"] = [names.get(m, m) for m in meta["models"]]
     return Results({name: rename_models(table, names) for name, table in results.tables.items()}, meta)
+
+
+def named_results(results, names: Mapping[str, str], models: Sequence[dict]):
+    """``results`` (computed on the full ``--model`` values, which seed the statistics) renamed to
+    the display ``names``, with the ``models`` table (``MODELS_COLUMNS``: display name -> full
+    value, backend, fingerprint) built from the manifest's model entries ``models``."""
+    from nlgbias.metrics.results import Results
+
+    return rename_results(results, names).merged(
+        Results({"models": pd.DataFrame(list(models), columns=list(MODELS_COLUMNS))}, {}))
