@@ -42,7 +42,7 @@ def main() -> None:
     start = time.perf_counter()
     saliency(backend, texts[:args.saliency_prompts], words[:args.saliency_prompts])
     t_saliency = time.perf_counter() - start
-    print(f"| measure | value |\n|---|---|")
+    print("| measure | value |\n|---|---|")
     print(f"| prompts | {len(texts)} |")
     print(f"| one forward pass per prompt | {t_single:.1f} s, {len(texts) / t_single:.1f} prompts/s |")
     for size, seconds in t_batches.items():

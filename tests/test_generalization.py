@@ -5,6 +5,7 @@ import pandas as pd
 
 from nlgbias.annotation.categories import REGARD
 from nlgbias.annotation.sheets import guidelines_html, worked_examples
+from nlgbias.resources import data_path
 from nlgbias.training.baselines import BagOfWords
 from nlgbias.training.evaluate import accuracy
 from nlgbias.training.generalization import leave_one_source_out, recall
@@ -136,7 +137,8 @@ def test_a_regard_run_reports_its_validity_panel(tmp_path, monkeypatch):
     assert {tuple(p) for p in gaps[["group_a", "group_b"]].drop_duplicates().values} == {
         ("man", "woman"), ("Black", "White"), ("gay", "straight")}
     page = (tmp_path / "run" / "report.html").read_text()
-    assert "How far to trust the regard numbers" in page and "regard-1+" in page
+    assert "How far to trust the regard numbers" in page and "regard-2+" in page
+    assert "Trained without one model-decoding source at a time" in page  # release 2: leave-one-source-out
 
 
 def test_the_validity_panel_names_flagged_comparisons():
@@ -149,5 +151,14 @@ def test_the_validity_panel_names_flagged_comparisons():
     section = regard_validity(Results({"regard_confidence": shares, "regard_confidence_gaps": gaps}, {}), samples,
                               {"scorers": [{"name": "regard", "version": "regard-test"}]})
     assert section["version"] == "regard-test" and len(section["flagged"]) == 1
-    assert section["unseen"]["n"] > 3000 and 0 < section["unseen"]["negative_recall"] < 1
+    assert section["release"] == 2  # not a release's version string: the default release
+    by = {h["by"]: h for h in section["held_out"]}
+    assert by["source"]["kinds"] == 4 and by["family"]["kinds"] == 3
+    three_class = pd.read_csv(data_path("regard", "regard-v2.csv"))["regard_3"].isin(["negative", "neutral", "positive"])
+    assert by["source"]["n"] == by["family"]["n"] == three_class.sum()  # every item has one source, one family
+    assert 0.7 < by["source"]["accuracy"][0] <= by["source"]["accuracy"][1] < 1
     assert all(e["p_max"] < 0.6 for e in section["examples"])
+    v1 = regard_validity(Results({"regard_confidence": shares, "regard_confidence_gaps": gaps}, {}), samples,
+                         {"scorers": [{"name": "regard", "version": "regard-1+252d031efdc4+onnx-int8-checked"}]})
+    assert v1["release"] == 1 and v1["held_out"][0]["by"] == "new items" and v1["held_out"][0]["n"] > 3000
+    assert v1["own_test_accuracy"] != section["own_test_accuracy"]

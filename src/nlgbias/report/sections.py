@@ -197,27 +197,32 @@ def _nice(value: float) -> float:
 
 def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
     """How far the run's regard numbers can be trusted: the classifier's version and its measured
-    generalization, low-confidence shares per group, flagged gaps between groups, hard examples."""
-    import json
-
+    generalization (per kind of held-out text: range of accuracy and negative recall), low-confidence
+    shares per group, flagged gaps between groups, hard examples."""
     from nlgbias.metrics.validity import THRESHOLD, hard_examples
-    from nlgbias.resources import data_path
+    from nlgbias.scorers.regard import RELEASE, measured_validity
 
     shares = results.table("regard_confidence")
     if shares.empty:
         return None
     gaps = results.table("regard_confidence_gaps")
     version = next((s.get("version") for s in manifest.get("scorers", []) if s.get("name") == "regard"), None)
-    measured = json.loads(data_path("regard", "generalization-v2.json").read_text(encoding="utf-8"))
-    unseen = next(r for r in measured["v1_classifier_on_new_items"] if r["subset"] == "all new items")
-    config = json.loads(data_path("regard", "classifier-3class", "config.json").read_text(encoding="utf-8"))
+    head = (version or "").split("+")[0]  # "regard-2+<adapter hash>[+backend]"
+    release = int(head[len("regard-"):]) if head in ("regard-1", "regard-2") else RELEASE
+    measured = measured_validity(release)
+    held_out = [{"by": by, "kinds": len(rows), "n": sum(r["n"] for r in rows),
+                 "accuracy": (min(r["accuracy"] for r in rows), max(r["accuracy"] for r in rows)),
+                 "negative_recall": (min(r["negative_recall"] for r in rows), max(r["negative_recall"] for r in rows))}
+                for by in dict.fromkeys(r["by"] for r in measured["held_out"])
+                for rows in [[r for r in measured["held_out"] if r["by"] == by]]]
     flagged = gaps[gaps["flagged"]] if "flagged" in gaps else gaps.iloc[0:0]
     examples = hard_examples(samples, k=2) if "regard_details" in samples else pd.DataFrame()
     return {
         "version": version,
+        "release": release,
         "threshold": THRESHOLD,
-        "unseen": unseen,
-        "own_test_accuracy": config.get("test_accuracy"),
+        "held_out": held_out,
+        "own_test_accuracy": measured["own_test_accuracy"],
         "shares": _records(shares),
         "flagged": _records(flagged),
         "examples": _records(examples[["model", "context", "group", "scored_text", "label", "p_max"]])

