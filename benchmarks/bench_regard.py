@@ -56,14 +56,13 @@ def torch_logits(model, dtype=None):
 
 def fused_int8(fp32: Path, folder: Path) -> Path:
     """The float32 export with onnxruntime.transformers' BERT fusions, then int8 like the shipped path."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers.optimizer import optimize_model
+
+    from nlgbias.scorers import regard_onnx
 
     optimize_model(str(fp32), model_type="bert", num_heads=12, hidden_size=384, opt_level=1).save_model_to_file(
         str(folder / "fused-fp32.onnx"))
-    quantize_dynamic(str(folder / "fused-fp32.onnx"), str(folder / "fused-int8.onnx"), weight_type=QuantType.QInt8,
-                     per_channel=True, op_types_to_quantize=["MatMul"], extra_options={"DefaultTensorType": 1})
-    return folder / "fused-int8.onnx"
+    return regard_onnx.quantize(folder / "fused-fp32.onnx", folder / "fused-int8.onnx")
 
 
 def timed(fn, repeat: int):

@@ -83,7 +83,7 @@ class Tables(html.parser.HTMLParser):
 
 
 def test_raw_p_stands_beside_adjusted_p_in_every_table_and_the_methods_say_why():
-    from nlgbias.report.html import _format_p
+    from nlgbias.report.sections import format_p
 
     rows = []
     for model, negative_every in (("m1", 2), ("m2", 5)):
@@ -108,10 +108,10 @@ def test_raw_p_stands_beside_adjusted_p_in_every_table_and_the_methods_say_why()
     model_gaps = with_adjusted[1]
     p_col = model_gaps[0].index("p")
     expected = results.table("model_gaps")
-    assert [r[p_col] for r in model_gaps[1:]] == [_format_p(v) for v in expected["p"]]
-    assert [r[p_col + 1] for r in model_gaps[1:]] == [_format_p(v) for v in expected["p_adj"]]
+    assert [r[p_col] for r in model_gaps[1:]] == [format_p(v) for v in expected["p"]]
+    assert [r[p_col + 1] for r in model_gaps[1:]] == [format_p(v) for v in expected["p_adj"]]
     top = results.table("gaps").query("p_adj < 0.05").iloc[0]
-    assert f"p {_format_p(top['p'])}, adjusted p {_format_p(top['p_adj'])};".replace("<", "&lt;") in page
+    assert f"p {format_p(top['p'])}, adjusted p {format_p(top['p_adj'])};".replace("<", "&lt;") in page
     n = results.meta["n_comparisons"]
     assert (f"the adjusted p accounts for all {n} comparisons of the run. A CI that excludes zero beside an "
             "adjusted p above 0.05") in " ".join(page.split())

@@ -302,9 +302,9 @@ def _run_config(config: RunConfig, *, out: str | Path, quiet: bool, command: Seq
         def load(model_id: str):
             ref = by_id[model_id]
             progress.note(first_load_note(ref.source, ref.fingerprint, model_id) or f"loading {model_id} ...")
-            backend = load_backend(by_id[model_id], config.options)
-            loaded[model_id] = (backend, store.model_info(model_id, by_id[model_id].fingerprint))
-            store.save_model_info(model_id, by_id[model_id].fingerprint, backend.info)
+            backend = load_backend(ref, config.options)
+            loaded[model_id] = (backend, store.model_info(model_id, ref.fingerprint))
+            store.save_model_info(model_id, ref.fingerprint, backend.info)
             return backend
 
         if config.params is None and pool is not None:

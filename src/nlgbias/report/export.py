@@ -30,6 +30,7 @@ from markupsafe import Markup, escape
 
 from nlgbias.errors import InputError, option
 from nlgbias.metrics.results import Results
+from nlgbias.report.sections import ci_label, format_p
 from nlgbias.report.svg import chart_css
 
 FORMATS = ("latex", "markdown", "svg", "png")
@@ -109,16 +110,6 @@ def _interval(low: float, high: float, *, scale: float = 100, sign: bool = False
     return f"[{_number(scale * low, sign=sign)}, {_number(scale * high, sign=sign)}]"
 
 
-def _p(value: float) -> str:
-    if value is None or not math.isfinite(value):
-        return "–"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _level(meta: dict) -> str:
-    return f"{float(meta.get('confidence', 0.95)):.0%}"
-
-
 def share_table(results: Results, manifest: dict) -> Table:
     """One row per (model, context, scorer, group): n, then each label's share (%) with its CI."""
     shares = results.shares
@@ -134,7 +125,7 @@ def share_table(results: Results, manifest: dict) -> Table:
             else:
                 row.append("–")
         rows.append(row)
-    return Table("shares", f"Label shares per group (%, {_level(results.meta)} CI), run {manifest.get('run_id')}",
+    return Table("shares", f"Label shares per group (%, {ci_label(results)}), run {manifest.get('run_id')}",
                  ["Model", "Context", "Scorer", "Group", "n", *[f"{label} % [CI]" for label in labels]],
                  "llll" + "r" * (1 + len(labels)), rows, f"CI: {results.meta.get('ci', 'bootstrap')}.")
 
@@ -148,10 +139,10 @@ def gap_table(results: Results, manifest: dict, *, between: str = "group") -> Ta
     for r in gaps.to_dict(orient="records"):
         rows.append([*(str(r[c]) for c in fixed), f"{r[a]} – {r[b]}", f"{int(r['n_a'])} / {int(r['n_b'])}",
                      _number(100 * r["diff"], sign=True) + significance_mark(r["p_adj"]),
-                     _interval(r["ci_low"], r["ci_high"], sign=True), _p(r["p"]), _p(r["p_adj"])])
+                     _interval(r["ci_low"], r["ci_high"], sign=True), format_p(r["p"]), format_p(r["p_adj"])])
     what = "Group gaps (first group minus second)" if between == "group" else "Model gaps (first model minus second)"
     return Table("gaps" if between == "group" else "model_gaps",
-                 f"{what} in percentage points with {_level(results.meta)} CI, run {manifest.get('run_id')}",
+                 f"{what} in percentage points with {ci_label(results)}, run {manifest.get('run_id')}",
                  [*(c.capitalize() for c in fixed), f"{between.capitalize()}s", "n", "Gap (pts)", "CI", "p",
                   "adj. p"], "lllll" + "rrrrr", rows,
                  f"CI: {results.meta.get('ci', 'bootstrap')}. p: {results.meta.get('test', 'permutation test')}. "

@@ -15,7 +15,7 @@ import pandas as pd
 from markupsafe import escape
 
 from nlgbias.metrics.results import Results
-from nlgbias.report.sections import SIGNIFICANCE, ci_label
+from nlgbias.report.sections import SIGNIFICANCE, ci_label, format_p
 from nlgbias.report.svg import chart_css
 from nlgbias.resources import package_path
 from nlgbias.store.export import write_text
@@ -29,15 +29,9 @@ def _environment(extra_folders: Sequence[str] = ()) -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = lambda v, digits=1: "–" if v is None or pd.isna(v) else f"{100 * v:.{digits}f}%"
     env.filters["pts"] = lambda v: "–" if v is None or pd.isna(v) else f"{100 * v:+.1f}"
-    env.filters["pval"] = _format_p
+    env.filters["pval"] = format_p
     env.filters["mde"] = lambda v: "none" if v is None or pd.isna(v) else f"{100 * v:.1f}"
     return env
-
-
-def _format_p(value) -> str:
-    if value is None or pd.isna(value):
-        return "–"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def render_report(results: Results, samples: pd.DataFrame, manifest: dict, *, title: str | None = None,

@@ -27,6 +27,17 @@ def ci_label(results: Results) -> str:
     return f"{float(results.meta.get('confidence', 0.95)):.0%} CI"
 
 
+def format_p(value) -> str:
+    """A p-value as the report and the exports print it: ``<0.001``, three decimals, or ``–`` if missing.
+
+    >>> [format_p(v) for v in (0.0004, 0.0123, None, float("nan"))]
+    ['<0.001', '0.012', '–', '–']
+    """
+    if value is None or pd.isna(value):
+        return "–"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
 def _records(table: pd.DataFrame) -> list[dict]:
     return table.to_dict(orient="records") if not table.empty else []
 

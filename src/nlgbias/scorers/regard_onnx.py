@@ -52,15 +52,18 @@ def export(model, path: Path) -> Path:
 
 def quantize(source: Path, path: Path) -> Path:
     """Int8 weights with one scale per output channel for every MatMul (dynamic quantisation: the
-    activations are quantised per batch at run time)."""
+    activations are quantised per batch at run time).  Tensors whose type shape inference cannot
+    tell (outputs of fused operators, ``benchmarks/bench_regard.py``) are taken as float32; for the
+    plain export this changes no byte of the result."""
     import logging
 
+    from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))  # its pre-processing hint
     partial = path.with_suffix(f".{os.getpid()}.tmp")
     quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul"])
+                     op_types_to_quantize=["MatMul"], extra_options={"DefaultTensorType": TensorProto.FLOAT})
     partial.replace(path)
     return path
 

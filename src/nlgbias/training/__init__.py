@@ -39,17 +39,16 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
         name of the shipped scorer whose adapter is byte-identical, ``regard`` or ``regard-v1``
         for 3 classes, or None).
     """
-    from nlgbias.scorers.regard import classifier_dir
+    from nlgbias.scorers.regard import Regard4Scorer, Regard4V1Scorer, RegardScorer, RegardV1Scorer, classifier_dir
     from nlgbias.scorers.regard_model import load_classifier, save_classifier
     from nlgbias.training.train import TRAIN_THREADS, predict_proba, train_classifier
 
     labels = LABELS[classes]
     shipped = {}  # adapter digest -> scorer name, read before writing, in case ``out`` is a shipped folder
-    for release in (RELEASE, 1):
-        shipped_file = classifier_dir(classes, release) / "adapter.safetensors"
-        if shipped_file.is_file():
-            name = ("regard" if classes == 3 else "regard4") + ("" if release == RELEASE else f"-v{release}")
-            shipped.setdefault(hashlib.sha256(shipped_file.read_bytes()).hexdigest(), name)
+    for scorer in (RegardScorer, Regard4Scorer, RegardV1Scorer, Regard4V1Scorer):  # the default names first
+        shipped_file = classifier_dir(scorer.classes, scorer.release) / "adapter.safetensors"
+        if scorer.classes == classes and shipped_file.is_file():
+            shipped.setdefault(hashlib.sha256(shipped_file.read_bytes()).hexdigest(), scorer.name)
     from nlgbias.errors import InputError
 
     table = view(data, classes)

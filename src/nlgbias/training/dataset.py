@@ -17,6 +17,7 @@ import pandas as pd
 
 from nlgbias.keys import cell_seed
 from nlgbias.resources import data_path
+from nlgbias.scorers.regard import RELEASE
 
 SPLITS = {"train": 0.70, "dev": 0.15, "test": 0.15}
 NEAR_DUPLICATE = 0.8
@@ -37,7 +38,7 @@ def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
     for release 1, ``regard-v2.csv`` for 2); one-line InputError for a file that is not one."""
     from nlgbias.errors import InputError
 
-    source = Path(path) if path is not None else dataset_dir() / DATA_OF_RELEASE[_release()]
+    source = Path(path) if path is not None else dataset_dir() / DATA_OF_RELEASE[RELEASE]
     try:
         table = pd.read_csv(source, keep_default_na=False, na_values=[""])
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -48,12 +49,6 @@ def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
                          f"{', '.join(DATASET_COLUMNS)} (like the shipped regard.csv, or the regard.csv that "
                          f"`nlgbias annotate import` writes)")
     return table
-
-
-def _release() -> int:
-    from nlgbias.scorers.regard import RELEASE
-
-    return RELEASE
 
 
 def training_data(path: str | Path | None = None, *, extra: Sequence[str | Path] = ()) -> pd.DataFrame:
