@@ -25,6 +25,7 @@ from nlgbias.annotation.categories import REGARD, SENTIMENT
 from nlgbias.annotation.sheet_files import read_sheet_rows, write_sheet
 from nlgbias.errors import InputError, command_line, option
 from nlgbias.inputs import read_user_text
+from nlgbias.resources import data_path
 from nlgbias.store.export import write_text
 
 FORMATS = ("csv", "xlsx", "jsonl")
@@ -209,7 +210,7 @@ def _label(value) -> str:
 
 def worked_examples() -> dict:
     """The v2 hard-case rules and worked examples: ``{"version": 2, "topics": [{id, title, rule, examples}]}``."""
-    return yaml.safe_load((Path(__file__).with_name("worked_examples.yaml")).read_text(encoding="utf-8"))
+    return yaml.safe_load(data_path("annotation", "worked_examples.yaml").read_text(encoding="utf-8"))
 
 
 def worked_examples_html() -> str:
