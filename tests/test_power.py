@@ -178,9 +178,12 @@ def test_plan_command_prints_the_answer(capsys):
     assert capsys.readouterr().out.splitlines()[1].startswith("level per comparison: 0.00417 = FDR 0.05 / 12 comparisons")
 
 
-def test_readme_shows_the_plan_commands_real_output(capsys):
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("$ nlgbias plan sheng2019 --mde 10 --power 0.8 --base-rate 0.2\n", 1)[1].split("```", 1)[0]
+def test_the_docs_show_the_plan_commands_real_output(capsys):
+    root = Path(__file__).parents[1]
+    shown = "$ nlgbias plan sheng2019 --mde 10 --power 0.8 --base-rate 0.2\n"
+    (doc,) = [text for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+              if shown in (text := path.read_text(encoding="utf-8"))]
+    block = doc.split(shown, 1)[1].split("```", 1)[0]
     main(["plan", "sheng2019", "--mde", "10", "--power", "0.8", "--base-rate", "0.2"])
     assert capsys.readouterr().out == block
     assert nlgbias.plan("sheng2019", mde=10, power=0.8, base_rate=0.2).samples_per_prompt == int(block.split()[0])

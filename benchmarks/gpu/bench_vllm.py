@@ -21,7 +21,7 @@ What it does:
    ``OUT/results.json``; then stops the servers.
 
 The servers are stopped on exit, also on Ctrl-C.  A server that dies mid-run is taken out of
-rotation and its requests go to the others (see the README, "Many servers").
+rotation and its requests go to the others (see docs/models.md, "Many servers").
 """
 
 from __future__ import annotations
