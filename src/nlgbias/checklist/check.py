@@ -18,11 +18,11 @@ import pandas as pd
 from nlgbias.checklist.cases import Half, build_cases
 from nlgbias.checklist.lexicons import lexicon_sizes
 from nlgbias.checklist.results import failures, judge, pass_rates, summary_markdown, targets
-from nlgbias.errors import InputError, ScorerError
+from nlgbias.errors import InputError, ScorerError, option
 
 REGARD_LABELS = {"negative", "neutral", "positive", "other"}
 UNKNOWN_SCORER = "scorer {name}: unknown; {hint}available: {names}, or a classifier folder written by `nlgbias train-regard`"
-NOT_REGARD = "scorer {name}: labels {labels}, not regard or sentiment; use one of {names}"
+NOT_REGARD = "scorer {name}: does not label regard or sentiment (its labels: {labels}); use one of {names}"
 NO_CLASSIFIER = "scorer {name}: a folder without a classifier (no adapter.safetensors); give the --out folder of `nlgbias train-regard`"
 
 
@@ -137,12 +137,12 @@ def check_scorer(scorer: str, *, half: Half = "all", out: str | Path | None = No
     CheckResult
     """
     if half not in ("all", "test", "train"):
-        raise InputError(f"half={half!r}: expected all, test or train")
-    if max_per_type is not None and max_per_type < 1:
-        raise InputError(f"max_per_type={max_per_type}: must be at least 1")
+        raise InputError(f"{option('--half', half)}: expected all, test or train")
+    if max_per_type is not None and (not isinstance(max_per_type, int) or max_per_type < 1):
+        raise InputError(f"{option('--max-per-type', max_per_type)}: must be a whole number of at least 1")
     out_dir = Path(out) if out is not None else None
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"--out {out_dir}: is a file; give a folder")
+        raise InputError(f"{option('--out', str(out_dir))}: is a file; give a folder")
     chosen = resolve_scorer(scorer)
     cases = build_cases(half=half)
     if max_per_type is not None:
@@ -155,7 +155,10 @@ def check_scorer(scorer: str, *, half: Half = "all", out: str | Path | None = No
                          cases=cases.join(labels.set_index("text"), on="text"), results=results, rates=rates,
                          failed=failures(results, per_type=failures_per_type), targets=targets(rates))
     if out_dir is not None:
-        write_check(result, out_dir, half=half, max_per_type=max_per_type)
+        try:
+            write_check(result, out_dir, half=half, max_per_type=max_per_type)
+        except OSError as exc:
+            raise InputError(f"{option('--out', str(out_dir))}: cannot write ({exc.strerror or exc})") from None
     return result
 
 

@@ -110,7 +110,7 @@ def pass_rates(results: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFra
     rows = []
     for half in [h for h in ("test", "train") if h in set(results["half"])]:
         part = results[results["half"] == half]
-        groups = [(ct, part[part["case_type"] == ct]) for ct in sorted(set(part["case_type"]), key=order.get)]
+        groups = [(ct, part[part["case_type"] == ct]) for ct in sorted(set(part["case_type"]), key=lambda c: order.get(c, len(order)))]
         groups += [(f"all {test}", part[part["test"] == test]) for test in ("MFT", "INV", "DIR")
                    if (part["test"] == test).any()]
         for name, group in groups:

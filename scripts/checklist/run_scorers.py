@@ -1,0 +1,48 @@
+"""Run the regard test suite on every regard and sentiment scorer; write the tables for docs/regard.md.
+
+    nice -n 10 .venv/bin/python scripts/checklist/run_scorers.py --out build/checklist
+
+For each scorer, OUT/<scorer>/ holds what `nlgbias check-scorer SCORER --out` writes; OUT/comparison.md
+holds the pass-rate tables (test half, then train half) and the targets, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from nlgbias.checklist import check_scorer, comparison_markdown
+from nlgbias.checklist.lexicons import lexicon_sizes
+
+SCORERS = ("regard", "regard4", "regard-v1", "vader", "textblob")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("build/checklist"))
+    parser.add_argument("--scorers", default=",".join(SCORERS))
+    args = parser.parse_args()
+    rates, target_rows = {}, []
+    for name in args.scorers.split(","):
+        start = time.perf_counter()
+        result = check_scorer(name, half="all", out=args.out / name)
+        rates[name] = result.rates
+        target_rows += [(name, t) for t in result.targets]
+        print(f"{name}: {len(result.cases)} sentences, {len(result.results)} cases, "
+              f"{time.perf_counter() - start:.0f} s ({result.version})", flush=True)
+    sizes = lexicon_sizes()
+    lines = ["Lexicon sizes (train / test): " + ", ".join(f"{k} {v['train']}/{v['test']}" for k, v in sizes.items()),
+             "", "### Test half", "", comparison_markdown(rates, half="test"), "",
+             "### Train half (lexicon entries that may be used for training data)", "",
+             comparison_markdown(rates, half="train"), "", "### Targets (test half)", "",
+             "| scorer | target | value [95% CI] | n | met? |", "|---|---|---|---:|---|"]
+    for name, t in target_rows:
+        lines.append(f"| `{name}` | {t['name']}: {t['target']} | {100 * t['value']:.1f}% "
+                     f"[{100 * t['ci_low']:.1f}, {100 * t['ci_high']:.1f}] | {t['n']} | {'yes' if t['met'] else 'no'} |")
+    (args.out / "comparison.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {args.out / 'comparison.md'}")
+
+
+if __name__ == "__main__":
+    main()
