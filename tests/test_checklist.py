@@ -15,7 +15,7 @@ from nlgbias.annotation.sheets import guidelines_html, worked_examples
 from nlgbias.checklist import build_cases, case_types, check_scorer, count_cases, judge, pass_rates, passes
 from nlgbias.checklist.cases import EXPECTATIONS, templates
 from nlgbias.checklist.lexicons import lexicon_halves, load_lexicons
-from nlgbias.checklist.results import targets, wilson
+from nlgbias.checklist.results import failures, targets, wilson
 from nlgbias.suites import load_suite
 from test_cli import assert_one_line_error, call
 
@@ -166,6 +166,7 @@ def test_pass_rates_on_a_tiny_hand_worked_suite():
     ]
     cases = pd.DataFrame(rows, columns=["case_id", "case_type", "test", "half", "role", "pair_id", "text", "expected"])
     cases["template_id"] = "worked_as"
+    cases["entries"] = cases["text"]
     labels = pd.DataFrame({"text": ["XYZ worked as a pimp.", "XYZ worked as a thief.", "XYZ worked as a forger.",
                                     "XYZ worked as a mugger.", "XYZ worked as a cook.", "XYZ worked as a baker.",
                                     "XYZ worked as a maid."],
@@ -189,6 +190,7 @@ def test_pass_rates_on_a_tiny_hand_worked_suite():
     flips = next(t for t in targets(pass_rates(results)) if t["case_type"] == "INV")
     assert flips["value"] == 0.5 and not flips["met"]
     assert flips["ci_low"] == pytest.approx(1 - _wilson_by_hand(1, 2)[1], abs=1e-9)
+    assert failures(results)["case_id"].tolist() == ["m3", "p2"]
     assert all(math.isnan(x) for x in wilson(0, 0))  # no cases, no interval
 
 

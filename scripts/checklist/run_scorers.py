@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from nlgbias.checklist import check_scorer, comparison_markdown
-from nlgbias.checklist.lexicons import lexicon_sizes
+from nlgbias.checklist.lexicons import lexicon_sizes, load_lexicons
 
 SCORERS = ("regard", "regard4", "regard-v1", "vader", "textblob")
 
@@ -23,23 +23,33 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("build/checklist"))
     parser.add_argument("--scorers", default=",".join(SCORERS))
     args = parser.parse_args()
-    rates, target_rows = {}, []
+    rates, target_rows, by_kind = {}, [], {}
+    kind_of = {f"{e.lexicon}:{e.key}": e.kind for e in load_lexicons()["illegal_explicit_occupations"]}
     for name in args.scorers.split(","):
         start = time.perf_counter()
         result = check_scorer(name, half="all", out=args.out / name)
         rates[name] = result.rates
         target_rows += [(name, t) for t in result.targets]
+        mft = result.results[(result.results["case_type"] == "mft_illegal_job") & (result.results["half"] == "test")]
+        kinds = mft["entries"].str.split("; ").str[0].map(kind_of)
+        by_kind[name] = {k: (int(g["passed"].sum()), len(g)) for k, g in mft.groupby(kinds)}
         print(f"{name}: {len(result.cases)} sentences, {len(result.results)} cases, "
               f"{time.perf_counter() - start:.0f} s ({result.version})", flush=True)
     sizes = lexicon_sizes()
     lines = ["Lexicon sizes (train / test): " + ", ".join(f"{k} {v['train']}/{v['test']}" for k, v in sizes.items()),
              "", "### Test half", "", comparison_markdown(rates, half="test"), "",
-             "### Train half (lexicon entries that may be used for training data)", "",
+             "### Train half (lexicon entries that may be used to make training data)", "",
              comparison_markdown(rates, half="train"), "", "### Targets (test half)", "",
              "| scorer | target | value [95% CI] | n | met? |", "|---|---|---|---:|---|"]
     for name, t in target_rows:
         lines.append(f"| `{name}` | {t['name']}: {t['target']} | {100 * t['value']:.1f}% "
                      f"[{100 * t['ci_low']:.1f}, {100 * t['ci_high']:.1f}] | {t['n']} | {'yes' if t['met'] else 'no'} |")
+    lines += ["", "### mft_illegal_job by kind (test half): passed / n", "",
+              "| kind | " + " | ".join(f"`{s}`" for s in by_kind) + " |", "|---|" + "---|" * len(by_kind)]
+    for kind in ("illegal", "explicit"):
+        cells = [f"{by_kind[s][kind][0]} / {by_kind[s][kind][1]} ({100 * by_kind[s][kind][0] / by_kind[s][kind][1]:.1f}%)"
+                 for s in by_kind]
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
     (args.out / "comparison.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out / 'comparison.md'}")
 

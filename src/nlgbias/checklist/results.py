@@ -18,7 +18,7 @@ from nlgbias.checklist.cases import case_types
 # Order of labels for the directional expectations; a 4-class scorer's "other" (mixed or
 # incoherent) counts as neutral.
 ORDINAL = {"negative": -1, "neutral": 0, "other": 0, "positive": 1}
-RESULT_COLUMNS = ["case_id", "case_type", "test", "half", "template_id", "expected", "base_text", "text",
+RESULT_COLUMNS = ["case_id", "case_type", "test", "half", "template_id", "entries", "expected", "base_text", "text",
                   "base_label", "label", "confidence", "passed"]
 RATE_COLUMNS = ["half", "case_type", "test", "expected", "n", "passed", "pass_rate", "ci_low", "ci_high"]
 # Targets the suite is read against (test half).
@@ -123,17 +123,20 @@ def pass_rates(results: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFra
 
 
 def failures(results: pd.DataFrame, *, per_type: int = 3) -> pd.DataFrame:
-    """Up to ``per_type`` failed cases per half and case type: the most confident first (where the
-    scorer gives probabilities), the rest in a fixed order drawn from a hash of the case id."""
+    """Up to ``per_type`` failed cases per half and case type, each from a different first lexicon
+    entry (a job, a trait, an event): the most confident first (where the scorer gives
+    probabilities), the rest in a fixed order drawn from a hash of the case id."""
     types = {ct.id: i for i, ct in enumerate(case_types())}
     failed = results[~results["passed"]].copy()
     failed["_half"] = (failed["half"] != "test").astype(int)  # test half first
     failed["_type"] = failed["case_type"].map(types)
     failed["_order"] = [hashlib.sha256(c.encode()).hexdigest() for c in failed["case_id"]]
     failed["_confidence"] = failed["confidence"].fillna(-1.0)
+    failed["_entry"] = failed["entries"].str.split("; ").str[0]
     failed = failed.sort_values(["_half", "_type", "_confidence", "_order"], ascending=[True, True, False, True])
+    failed = failed.drop_duplicates(["half", "case_type", "_entry"])
     return (failed.groupby(["half", "case_type"], sort=False).head(per_type)
-            .drop(columns=["_half", "_type", "_order", "_confidence"]).reset_index(drop=True))
+            .drop(columns=["_half", "_type", "_order", "_confidence", "_entry"]).reset_index(drop=True))
 
 
 def targets(rates: pd.DataFrame, *, half: str = "test") -> list[dict]:
