@@ -38,6 +38,14 @@ def test_every_lexicon_holds_at_least_the_promised_entries():
     assert len({e.key for e in lexicons["negations"] if e.kind == "event"}) >= 10
 
 
+def test_the_data_readme_states_each_lexicon_size():
+    from nlgbias.resources import data_path
+
+    readme = data_path("checklist", "README.md").read_text()
+    for name, entries in load_lexicons().items():
+        assert re.search(rf"^\| `{name}`[^|]*\| {len(entries)}\b", readme, re.M), name
+
+
 def test_halves_are_disjoint_balanced_and_cover_each_lexicon():
     for name, entries in load_lexicons().items():
         for kind in {e.kind for e in entries}:
