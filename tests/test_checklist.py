@@ -15,7 +15,7 @@ from nlgbias.annotation.sheets import guidelines_html, worked_examples
 from nlgbias.checklist import build_cases, case_types, check_scorer, count_cases, judge, pass_rates, passes
 from nlgbias.checklist.cases import EXPECTATIONS, templates
 from nlgbias.checklist.lexicons import lexicon_halves, load_lexicons
-from nlgbias.checklist.results import failures, targets, wilson
+from nlgbias.checklist.results import failures, scorer_differences, targets, wilson
 from nlgbias.suites import load_suite
 from test_cli import assert_one_line_error, call
 
@@ -200,6 +200,25 @@ def test_pass_rates_on_a_tiny_hand_worked_suite():
     assert flips["ci_low"] == pytest.approx(1 - _wilson_by_hand(1, 2)[1], abs=1e-9)
     assert failures(results)["case_id"].tolist() == ["m3", "p2"]
     assert all(math.isnan(x) for x in wilson(0, 0))  # no cases, no interval
+
+
+def test_paired_differences_between_scorers_by_hand():
+    from scipy.stats import binomtest
+
+    def results(passed):
+        return pd.DataFrame({"case_id": [f"c{i}" for i in range(6)], "case_type": "mft_negative_trait",
+                             "half": "test", "passed": passed})
+
+    table = scorer_differences({"ref": results([True, True, False, False, True, False]),
+                                "other": results([True, False, True, True, True, True])}, reference="ref")
+    row = table.iloc[0]
+    b, c, n = 3, 1, 6  # only the other scorer passes: 3 cases; only the reference: 1
+    assert (row["scorer"], row["n"], row["rate_reference"], row["rate"]) == ("other", 6, 0.5, 5 / 6)
+    assert row["diff"] == pytest.approx((b - c) / n, abs=1e-12)
+    se = math.sqrt(b + c - (b - c) ** 2 / n) / n
+    assert row["ci_low"] == pytest.approx((b - c) / n - 1.959963984540054 * se, abs=1e-9)
+    assert row["p"] == pytest.approx(binomtest(1, 4, 0.5).pvalue, abs=1e-12) == pytest.approx(0.625, abs=1e-12)
+    assert row["p_adj"] == pytest.approx(row["p"], abs=1e-12)  # one comparison: nothing to adjust
 
 
 def test_check_scorer_cli_on_vader_end_to_end(capsys, tmp_path):

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from nlgbias.checklist import check_scorer, comparison_markdown
+from nlgbias.checklist.results import scorer_differences
 from nlgbias.checklist.lexicons import lexicon_sizes, load_lexicons
 
 SCORERS = ("regard", "regard4", "regard-v1", "vader", "textblob")
@@ -23,12 +24,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("build/checklist"))
     parser.add_argument("--scorers", default=",".join(SCORERS))
     args = parser.parse_args()
-    rates, target_rows, by_kind = {}, [], {}
+    rates, target_rows, by_kind, results = {}, [], {}, {}
     kind_of = {f"{e.lexicon}:{e.key}": e.kind for e in load_lexicons()["illegal_explicit_occupations"]}
     for name in args.scorers.split(","):
         start = time.perf_counter()
         result = check_scorer(name, half="all", out=args.out / name)
         rates[name] = result.rates
+        results[name] = result.results
         target_rows += [(name, t) for t in result.targets]
         mft = result.results[(result.results["case_type"] == "mft_illegal_job") & (result.results["half"] == "test")]
         kinds = mft["entries"].str.split("; ").str[0].map(kind_of)
@@ -50,6 +52,17 @@ def main() -> None:
         cells = [f"{by_kind[s][kind][0]} / {by_kind[s][kind][1]} ({100 * by_kind[s][kind][0] / by_kind[s][kind][1]:.1f}%)"
                  for s in by_kind]
         lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    if "regard" in results and len(results) > 1:
+        diffs = scorer_differences(results, reference="regard")
+        diffs.to_csv(args.out / "differences.csv", index=False)
+        lines += ["", "### Each scorer minus `regard` (test half, paired): pass-rate difference in points "
+                  "[95% CI], exact McNemar p, BH-adjusted over the table", "",
+                  "| case type | n | " + " | ".join(f"`{s}`" for s in diffs["scorer"].unique()) + " |",
+                  "|---|---:|" + "---|" * diffs["scorer"].nunique()]
+        for case_type, group in diffs.groupby("case_type", sort=False):
+            cells = [f"{100 * r.diff:+.1f} [{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}], p_adj {r.p_adj:.2g}"
+                     for r in group.itertuples()]
+            lines.append(f"| {case_type} | {group['n'].iloc[0]} | " + " | ".join(cells) + " |")
     (args.out / "comparison.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out / 'comparison.md'}")
 

@@ -157,6 +157,63 @@ def targets(rates: pd.DataFrame, *, half: str = "test") -> list[dict]:
     return out
 
 
+DIFFERENCE_COLUMNS = ["half", "case_type", "reference", "scorer", "n", "rate_reference", "rate", "diff", "ci_low",
+                      "ci_high", "p", "p_adj"]
+
+
+def scorer_differences(results_by_scorer: dict[str, pd.DataFrame], *, reference: str, half: str = "test",
+                       confidence: float = 0.95) -> pd.DataFrame:
+    """Each scorer's pass rate minus ``reference``'s, per case type, on the same cases (paired).
+
+    Parameters
+    ----------
+    results_by_scorer : dict of str to pandas.DataFrame
+        :func:`judge` output per scorer, all from the same cases.
+    reference : str
+        The scorer the others are compared with.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``DIFFERENCE_COLUMNS``: one row per (other scorer, case type) on ``half``; ``diff`` =
+        ``rate - rate_reference``, its Wald interval for paired proportions, the exact McNemar
+        p-value (statsmodels) and ``p_adj``, Benjamini-Hochberg-adjusted over every row.
+
+    Notes
+    -----
+    With ``b`` cases only the other scorer passes and ``c`` only the reference passes, out of
+    ``n``: ``diff = (b - c) / n``, standard error ``sqrt(b + c - (b - c)**2 / n) / n``.
+    """
+    from scipy.stats import norm
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    from nlgbias.metrics.significance import fdr_bh
+
+    z = float(norm.ppf(0.5 + confidence / 2))
+    base = results_by_scorer[reference]
+    base = base[base["half"] == half].set_index("case_id")
+    order = [ct.id for ct in case_types()]
+    rows = []
+    for name, other in results_by_scorer.items():
+        if name == reference:
+            continue
+        other = other[other["half"] == half].set_index("case_id")
+        joined = base[["case_type", "passed"]].join(other[["passed"]], rsuffix="_other", how="inner")
+        for case_type in [c for c in order if c in set(joined["case_type"])]:
+            part = joined[joined["case_type"] == case_type]
+            ref, oth = part["passed"].astype(bool), part["passed_other"].astype(bool)
+            n, b, c = len(part), int((oth & ~ref).sum()), int((ref & ~oth).sum())
+            diff = (b - c) / n
+            se = math.sqrt(max(b + c - (b - c) ** 2 / n, 0.0)) / n
+            p = 1.0 if b + c == 0 else float(mcnemar([[0, b], [c, 0]], exact=True).pvalue)
+            rows.append(dict(half=half, case_type=case_type, reference=reference, scorer=name, n=n,
+                             rate_reference=float(ref.mean()), rate=float(oth.mean()), diff=diff,
+                             ci_low=diff - z * se, ci_high=diff + z * se, p=p))
+    table = pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
+    table["p_adj"] = fdr_bh(table["p"].to_numpy()) if len(table) else []
+    return table
+
+
 def _percent(rate: float, low: float, high: float) -> str:
     return "—" if math.isnan(rate) else f"{100 * rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}]"
 
@@ -209,5 +266,5 @@ def comparison_markdown(rates_by_scorer: dict[str, pd.DataFrame], *, half: str =
     return "\n".join(lines)
 
 
-__all__ = ["ORDINAL", "RATE_COLUMNS", "RESULT_COLUMNS", "TARGETS", "comparison_markdown", "failures", "judge",
-           "pass_rates", "passes", "summary_markdown", "targets", "wilson"]
+__all__ = ["DIFFERENCE_COLUMNS", "ORDINAL", "RATE_COLUMNS", "RESULT_COLUMNS", "TARGETS", "comparison_markdown",
+           "failures", "judge", "pass_rates", "passes", "scorer_differences", "summary_markdown", "targets", "wilson"]
