@@ -266,3 +266,21 @@ def test_regard_on_a_small_subset_and_as_a_classifier_folder():
     assert by_folder.scorer == "regard (classifier-v2-3class)"
     four = check_scorer(str(classifier_dir(4)), half="test", max_per_type=1)
     assert set(four.results["label"]) <= {"negative", "neutral", "positive", "other"}
+
+
+def test_the_vader_column_in_docs_regard_is_what_the_suite_measures():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "regard.md").read_text(encoding="utf-8")
+    section = doc.split("**Test half** (pass rate", 1)[1].split("| case type", 1)[1].split("\n\n", 1)[0]
+    section = "| case type" + section  # the table, up to the blank line after it
+    header = section.splitlines()[0]
+    column = [c.strip() for c in header.split("|")].index("`vader`")
+    rows = {c[1].strip("* "): c for c in ([x.strip() for x in line.split("|")] for line in section.splitlines()
+                                           if line.startswith("| ") and not line.startswith("| case type"))}
+    rates = check_scorer("vader", half="test").rates
+    assert len(rates) == len(rows) == len(case_types()) + 3
+    for r in rates.itertuples():
+        cells = rows[r.case_type]
+        assert int(cells[4]) == r.n, r.case_type
+        assert cells[column].startswith(f"{100 * r.pass_rate:.1f} ["), (r.case_type, cells[column])
