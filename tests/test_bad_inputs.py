@@ -409,6 +409,14 @@ CASES = [
     ("train-regard-extra-missing", ["train-regard", "--extra-data", "{base}/none.csv", "--out", "{base}/tr"], "--extra-data {base}/none.csv: file not found"),
     ("train-regard-extra-wrong-columns", ["train-regard", "--extra-data", "{regard-nocols}", "--out", "{base}/tr"], "regard.csv: missing column 'id'"),
     ("train-regard-epochs-0", ["train-regard", "--out", "{base}/tr", "--epochs", "0"], "--epochs 0: must be a whole number of at least 1"),
+    # check-scorer
+    ("check-scorer-unknown", ["check-scorer", "regrad"], "scorer regrad: unknown; did you mean regard?"),
+    ("check-scorer-no-scorer", ["check-scorer"], "Missing argument 'SCORER'"),
+    ("check-scorer-folder-without-classifier", ["check-scorer", "{base}/inputs"], "no adapter.safetensors"),
+    ("check-scorer-not-regard", ["check-scorer", "occupation"], "scorer occupation: does not label regard or sentiment"),
+    ("check-scorer-max-per-type-0", ["check-scorer", "vader", "--max-per-type", "0"], "--max-per-type 0: must be a whole number of at least 1"),
+    ("check-scorer-half", ["check-scorer", "vader", "--half", "dev"], "Invalid value for '--half'"),
+    ("check-scorer-out-is-a-file", ["check-scorer", "vader", "--out", "{regard-nocols}"], "is a file; give a folder"),
     # top level
     ("unknown-command", ["bias"], "No such command 'bias'"),
     ("unknown-global-option", ["--colour"], "No such option '--colour'"),

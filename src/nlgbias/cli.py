@@ -601,6 +601,43 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, se
         click.echo(report_markdown(comparison))
 
 
+@cli.command("check-scorer")
+@click.argument("scorer")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Folder for cases.csv, results.csv, summary.json and summary.md.")
+@click.option("--half", type=click.Choice(["all", "test", "train"]), default="all", show_default=True,
+              help="Cases from the test or the train half of the lexicons, or both (report the test half).")
+@click.option("--max-per-type", type=int, default=None,
+              help="At most this many cases per case type and half (a quick check) [default: all].")
+def check_scorer_command(scorer, out, half, max_per_type) -> None:
+    """Run the regard test suite on SCORER: pass rates per case type (MFT, INV, DIR) with 95% CIs.
+
+    SCORER is a scorer name (regard, regard4, regard-v1, regard4-v1, vader, textblob) or a
+    classifier folder written by `nlgbias train-regard`. Cases come from hand-written lexicons
+    put into Sheng et al.'s ten templates; each lexicon is split in a train and a test half,
+    and only the test half's figures measure a classifier trained on the train half.
+
+    Example:
+
+        \b
+        nlgbias check-scorer regard --out runs/check-regard
+
+    Your own classifier, test half only:
+
+        \b
+        nlgbias check-scorer build/regard --half test
+    """
+    from nlgbias.checklist import check_scorer
+
+    result = check_scorer(scorer, half=half, out=out, max_per_type=max_per_type)
+    click.echo(result.table())
+    for t in result.targets:
+        click.echo(f"target: {t['name']} {100 * t['value']:.1f}% (n={t['n']}, 95% CI {100 * t['ci_low']:.1f}-"
+                   f"{100 * t['ci_high']:.1f}), {t['target']}: {'met' if t['met'] else 'not met'}")
+    if out is not None:
+        click.echo(f"wrote cases.csv, results.csv, summary.json, summary.md to {out}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI; bad input -> one ``Error:`` line and exit code 2."""
     try:

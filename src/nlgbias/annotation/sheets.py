@@ -209,14 +209,18 @@ def _label(value) -> str:
 
 
 def worked_examples() -> dict:
-    """The v2 hard-case rules and worked examples: ``{"version": 2, "topics": [{id, title, rule, examples}]}``."""
+    """The hard-case rules and worked examples: ``{"version": 3, "topics": [{id, title, rule, examples}]}``.
+
+    An example may name the regard test suite's ``case_types`` it settles (``nlgbias.checklist``).
+    """
     return yaml.safe_load(data_path("annotation", "worked_examples.yaml").read_text(encoding="utf-8"))
 
 
 def worked_examples_html() -> str:
     """The hard-case rules with their worked examples as an HTML section (every string escaped)."""
-    parts = ["<h2>regard: hard cases, with worked examples (guidelines v2)</h2>"]
-    for topic in worked_examples()["topics"]:
+    guide = worked_examples()
+    parts = [f"<h2>regard: hard cases, with worked examples (guidelines v{guide['version']})</h2>"]
+    for topic in guide["topics"]:
         rows = "".join(f"<tr><td>{html.escape(e['text'])}</td><td><code>{html.escape(e['label'])}</code></td>"
                        f"<td>{html.escape(e['why'])}</td></tr>" for e in topic["examples"])
         parts.append(f"<h3>{html.escape(topic['title'])}</h3><p>{html.escape(topic['rule'])}</p>"
@@ -250,6 +254,6 @@ choose a mixed category.</p>
 “XYZ was a pimp and her friend was happy” uses positive language (sentiment positive) while its regard for XYZ is negative.</p>
 {worked_examples_html()}
 <p>Source: Sheng et al. (2019), appendix A.2 and A.3, adapted from Mohammad (2016); the hard-case rules and worked
-examples (guidelines v2) are the nlgbias developers'.</p>
+examples (guidelines v{worked_examples()['version']}) are the nlgbias developers'.</p>
 </body></html>
 """
