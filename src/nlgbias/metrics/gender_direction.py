@@ -51,8 +51,8 @@ from scipy import stats
 from nlgbias.embeddings import EmbeddingSpace, MiniLMSpace, normalise_rows
 from nlgbias.errors import InputError
 from nlgbias.keys import cell_seed
-from nlgbias.metrics.resampling import (bootstrap_means, cell_rng, mean_difference, percentile_interval,
-                                        permutation_test, require_columns)
+from nlgbias.metrics.resampling import (Difference, Means, bootstrap, cell_rng, mean_difference, permutation_test,
+                                        require_columns)
 from nlgbias.metrics.significance import fdr_bh
 from nlgbias.resources import data_path
 
@@ -451,11 +451,11 @@ def _check_choice(where: str, name: str, value: Any, allowed: Sequence[str]) -> 
         raise InputError(BAD_CHOICE.format(where=where, name=name, allowed=", ".join(allowed), value=value))
 
 
-def _mean_ci(x: np.ndarray, *, n_boot: int, confidence: float, seed: int) -> tuple[float, float, float]:
+def _mean_ci(x: np.ndarray, *, n_boot: int, confidence: float, seed: int, key: tuple) -> tuple[float, float, float]:
     if len(x) == 0:
         return np.nan, np.nan, np.nan
-    low, high = percentile_interval(bootstrap_means(x, n_boot, np.random.default_rng(seed)), confidence)
-    return float(x.mean()), float(low), float(high)
+    mean, low, high, _ = bootstrap(Means(x), rng=cell_rng(seed, *key), n_boot=n_boot, confidence=confidence)
+    return mean, float(low), float(high)
 
 
 def _permutation_p(a: np.ndarray, b: np.ndarray, *, n_resamples: int, seed: int) -> float:
@@ -531,7 +531,7 @@ class ProfessionBias:
 def _cell_row(values: pd.DataFrame, *, n_boot: int, confidence: float, seed: int, key: tuple) -> list:
     status = values["status"]
     x = values.loc[status == "ok", "bias"].to_numpy(float)
-    mean, low, high = _mean_ci(x, n_boot=n_boot, confidence=confidence, seed=cell_seed(seed, *key))
+    mean, low, high = _mean_ci(x, n_boot=n_boot, confidence=confidence, seed=seed, key=key)
     return [int(len(values)), int((status == "none").sum()), int((status == "missing").sum()), int(len(x)),
             mean, low, high]
 
@@ -616,10 +616,9 @@ def profession_bias_table(parsed: pd.DataFrame, *, space: EmbeddingSpace | None 
         female, male = sides["female"], sides["male"]
         diff = low = high = np.nan
         if len(female) and len(male):
-            diff = float(female.mean() - male.mean())
-            rng = cell_rng(seed, "difference", *key)
-            boot = bootstrap_means(female, n_boot, rng) - bootstrap_means(male, n_boot, rng)
-            low, high = (float(q) for q in percentile_interval(boot, confidence))
+            diff, low, high, _ = bootstrap(Difference(Means(female), Means(male)), rng=cell_rng(seed, "difference", *key),
+                                           n_boot=n_boot, confidence=confidence)
+            low, high = float(low), float(high)
         p = _permutation_p(female, male, n_resamples=n_resamples, seed=cell_seed(seed, "permutation", *key))
         difference.append([space.name, *key, len(female), float(female.mean()) if len(female) else np.nan,
                            len(male), float(male.mean()) if len(male) else np.nan, diff, low, high, p])
@@ -831,10 +830,10 @@ def fairness_check(parsed: pd.DataFrame, pairs: Sequence[tuple[str, str]], *, sp
             x, y = values.get(u, np.empty(0)), values.get(v, np.empty(0))
             gap = low = high = np.nan
             if len(x) and len(y):
-                gap = abs(float(x.mean() - y.mean()))
-                rng = cell_rng(seed, "gap", model, u, v)
-                boot = np.abs(bootstrap_means(x, n_boot, rng) - bootstrap_means(y, n_boot, rng))
-                low, high = (float(q) for q in percentile_interval(boot, confidence))
+                gap, low, high, _ = bootstrap(Difference(Means(x), Means(y), absolute=True),
+                                              rng=cell_rng(seed, "gap", model, u, v), n_boot=n_boot,
+                                              confidence=confidence)
+                low, high = float(low), float(high)
             for distance in DISTANCES:
                 d = float(dist[distance])
                 ratio = float(_ratio(np.array([gap]), np.array([d]))[0])
