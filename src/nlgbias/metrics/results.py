@@ -165,7 +165,7 @@ def adjust_family(results: Results, names: Sequence[str]) -> Results:
     n_comparisons = sum(len(t) for t in tables.values())
     alpha = family_alpha(n_comparisons)
     start = 0
-    for name, table in tables.items():
+    for table in tables.values():
         table["p_adj"] = adjusted[start: start + len(table)]
         start += len(table)
         table["mde"] = (gap_difference_mde_column if "n_a1" in table else mde_column)(table, alpha=alpha)

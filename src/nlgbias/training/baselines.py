@@ -25,7 +25,7 @@ class SentimentAsRegard:
         self.labels = list(labels)
         self.scorer = VaderScorer() if name == "vader" else TextBlobScorer()
 
-    def fit(self, texts, labels, seed: int = 0) -> "SentimentAsRegard":
+    def fit(self, texts, labels, seed: int = 0) -> "SentimentAsRegard":  # noqa: ARG002 (baselines' fit protocol)
         return self
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:

@@ -123,17 +123,20 @@ def adjusted_permutation(comparison: dict) -> dict[str, float]:
     return dict(zip(names, fdr_bh(np.array([comparison["permutation"][n] for n in names], dtype=float))))
 
 
+def _mean_sd(split: dict, metric: str) -> str:
+    return f"{split[metric]['mean']:.3f} ± {split[metric]['sd']:.3f}"
+
+
 def markdown_table(comparison: dict) -> str:
     """The comparison as a Markdown table (mean ± sd over seeds; p BH-adjusted over the comparisons)."""
     lines = ["| model | dev accuracy | dev macro-F1 | test accuracy | test macro-F1 | test ECE | p vs best (test, adj.) |",
              "|---|---|---|---|---|---|---|"]
     adjusted = adjusted_permutation(comparison)
     for name, r in comparison["results"].items():
-        def cell(split, metric):
-            return f"{r[split][metric]['mean']:.3f} ± {r[split][metric]['sd']:.3f}"
+        dev, test = r["dev"], r["test"]
         p = "(best)" if name == comparison["best"] else f"{adjusted[name]:.2g}"
-        lines.append(f"| {name} | {cell('dev', 'accuracy')} | {cell('dev', 'macro_f1')} | {cell('test', 'accuracy')} | "
-                     f"{cell('test', 'macro_f1')} | {cell('test', 'ece')} | {p} |")
+        lines.append(f"| {name} | {_mean_sd(dev, 'accuracy')} | {_mean_sd(dev, 'macro_f1')} | "
+                     f"{_mean_sd(test, 'accuracy')} | {_mean_sd(test, 'macro_f1')} | {_mean_sd(test, 'ece')} | {p} |")
     return "\n".join(lines)
 
 
