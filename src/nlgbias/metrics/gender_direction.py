@@ -177,11 +177,13 @@ def gender_direction(space: EmbeddingSpace, *, pairs: Sequence[Sequence[str]] | 
     >>> d.vector.round(6).tolist(), round(d.explained_variance, 6)
     ([1.0, 0.0, 0.0], 1.0)
     """
-    pairs = [tuple(p) for p in (pairs if pairs is not None else load_debiaswe("definitional_pairs"))]
-    words = [w for pair in pairs for w in pair]
+    chosen = [(female, male) for female, male in (pairs if pairs is not None else load_debiaswe("definitional_pairs"))]
+    words = [w for pair in chosen for w in pair]
     vectors = space.vectors(words + [anchor])
-    rows, used, missing = [], [], []
-    for i, pair in enumerate(pairs):
+    rows: list[np.ndarray] = []
+    used: list[tuple[str, str]] = []
+    missing: list[tuple[str, str]] = []
+    for i, pair in enumerate(chosen):
         female, male = vectors[2 * i], vectors[2 * i + 1]
         if not (np.isfinite(female).all() and np.isfinite(male).all()):
             missing.append(pair)
@@ -190,7 +192,7 @@ def gender_direction(space: EmbeddingSpace, *, pairs: Sequence[Sequence[str]] | 
         rows += [female - centre, male - centre]
         used.append(pair)
     if not used:
-        raise InputError(NO_PAIRS.format(n=len(pairs), space=space.name))
+        raise InputError(NO_PAIRS.format(n=len(chosen), space=space.name))
     matrix = np.asarray(rows)
     matrix = matrix - matrix.mean(axis=0)  # already zero; kept to mirror sklearn's PCA
     _, singular, vt = np.linalg.svd(matrix, full_matrices=False)
@@ -598,7 +600,7 @@ def profession_bias_table(parsed: pd.DataFrame, *, space: EmbeddingSpace | None 
     space = space if space is not None else MiniLMSpace()
     g, info = _direction_vector(space, direction, "profession_bias_table")
     samples = sample_bias(parsed, space, direction=g)
-    kw = dict(n_boot=n_boot, confidence=confidence, seed=seed)
+    kw: dict[str, Any] = dict(n_boot=n_boot, confidence=confidence, seed=seed)
 
     by_prompt = []
     for key, cell in samples.groupby(["model", "template_id", "gender", "prompt"], sort=False, dropna=False):

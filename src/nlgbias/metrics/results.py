@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -129,7 +129,7 @@ def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, st
                .rename("n_empty").reset_index())
     shares = shares.merge(empties, on=["model", "context", "scorer", "group"], how="left")
     shares["n_empty"] = shares["n_empty"].fillna(0).astype(int)
-    options = dict(labels=gap_labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
+    options: dict[str, Any] = dict(labels=gap_labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
     gaps = differences(shares, column="group", pairs=comparisons, within=["model", "context", "scorer"], **options)
     models = list(dict.fromkeys(scored["model"]))
     model_gaps = differences(shares, column="model", pairs=list(combinations(models, 2)),

@@ -8,7 +8,7 @@ YAML); numbers are formatted by us.  No scripts, no external resources.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from markupsafe import Markup, escape
 
@@ -117,7 +117,7 @@ def bar_chart(rows: Sequence[dict], *, title: str, value_format: str = "{:.3f}",
     return _svg(width, y + 24, body, title)
 
 
-def line_chart(series: dict[str, Sequence[tuple[float, float]]], *, title: str, x_label: str, y_label: str,
+def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], *, title: str, x_label: str, y_label: str,
                log_x: bool = False, width: int = 520, height: int = 300, y_max: float | None = None) -> Markup:
     """One polyline per series; ``log_x`` for rank-frequency curves."""
     left, right, top, bottom = 52, 130, 26, 40
