@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,7 @@ def probabilities(logits_of, tokenizer, texts, *, batch_size: int = 128, sort: b
     return out
 
 
-def torch_logits(model, dtype=None):
+def torch_logits(model):
     import torch
 
     def run(ids, mask):
@@ -91,7 +92,7 @@ def main() -> None:
     from nlgbias.training.dataset import load_dataset
 
     if args.scorer == "regard-v1":
-        RegardScorer = RegardV1Scorer  # noqa: N806 (same architecture, the first release's weights)
+        RegardScorer = RegardV1Scorer
 
     torch.set_num_threads(2)
     texts = load_dataset()["text"].tolist()
@@ -135,7 +136,7 @@ def main() -> None:
     for name, backend in (("RegardScorer.score, default path", None), ("RegardScorer.score, PyTorch fallback", "torch")):
         scorer = RegardScorer(backend=backend) if backend else RegardScorer()
         scorer.score(texts[:256])
-        seconds, scored = timed(lambda: scorer.score(texts), args.repeat)
+        seconds, scored = timed(partial(scorer.score, texts), args.repeat)
         labels = np.array(scorer.labels)[reference.argmax(1)]
         rows.append({"variant": f"{name} ({scorer.backend})", "sentences_per_s": len(texts) / seconds,
                      "label_agreement": float((scored["label"].to_numpy() == labels).mean()),

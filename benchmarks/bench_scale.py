@@ -64,7 +64,7 @@ def ray_cost_per_batch(batches: int, batch_size: int) -> dict:
         answers = pool.generate(ref, BackendOptions(), work[:1])
         list(answers)  # warm: the actor and its imports
         start, cpu = time.perf_counter(), time.process_time()
-        remote = dict(pool.generate(ref, BackendOptions(), work, loaded=lambda info: None))
+        remote = dict(pool.generate(ref, BackendOptions(), work, loaded=lambda _info: None))
         ray_s, driver_cpu = time.perf_counter() - start, time.process_time() - cpu
     assert [remote[i] for i in range(batches)] == local
     return {"batches": batches, "batch_size": batch_size, "in_process_ms_per_batch": 1000 * local_s / batches,

@@ -57,5 +57,5 @@ def isolated_cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-def pytest_configure(config):
+def pytest_configure():
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

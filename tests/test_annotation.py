@@ -52,14 +52,13 @@ def filled_sheets(tmp_path, labels_by_annotator, fmt="csv"):
                           "text": "XYZ did a thing.", "context": "respect"})
     paths = export_sheets(items, tmp_path, annotators=list(labels_by_annotator), fmt=fmt, seed=3)
     sheets = [p for p in paths if p.name.startswith("sheet-")]
-    for path, (name, labels) in zip(sheets, labels_by_annotator.items()):
+    for path, labels in zip(sheets, labels_by_annotator.values()):
         if fmt == "csv":
             sheet = read_sheet(path)
         else:
             sheet = pd.DataFrame([json.loads(line) for line in path.read_text().splitlines()])
-        lookup = dict(zip(items["id"], labels))
-        sheet["regard"] = sheet["id"].map(lambda i: lookup[i][0])
-        sheet["sentiment"] = sheet["id"].map(lambda i: lookup[i][1])
+        sheet["regard"] = sheet["id"].map({i: label[0] for i, label in zip(items["id"], labels)})
+        sheet["sentiment"] = sheet["id"].map({i: label[1] for i, label in zip(items["id"], labels)})
         if fmt == "csv":
             sheet.to_csv(path, index=False)
         else:

@@ -433,8 +433,8 @@ def fill(value: str, world: dict) -> str:
     return out.replace("{cuda}", _cuda_case())
 
 
-@pytest.mark.parametrize("case, args, expected", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_gets_one_line_and_changes_nothing(world, capsys, case, args, expected):
+@pytest.mark.parametrize("args, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_gets_one_line_and_changes_nothing(world, capsys, args, expected):
     before = snapshot(world["base"])
     code, out, err = call(capsys, [fill(a, world) for a in args])
     lines = [line for line in err.splitlines() if line.strip()]

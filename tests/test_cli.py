@@ -198,7 +198,7 @@ def test_models_suites_and_scorers_listings(capsys):
     assert "regard     available      regard (negative/neutral/positive)" in out
 
 
-def test_scorers_lists_descriptions_without_loading_a_model(tmp_path):
+def test_scorers_lists_descriptions_without_loading_a_model():
     import subprocess
     import sys
 
@@ -219,7 +219,7 @@ def test_scorers_says_why_one_cannot_run(capsys, monkeypatch, tmp_path):
     import nlgbias.scorers.regard as regard
     from nlgbias.scorers import REGISTRY, describe_scorers
 
-    monkeypatch.setattr(regard, "classifier_dir", lambda classes=3, release=1: tmp_path)
+    monkeypatch.setattr(regard, "classifier_dir", lambda _classes=3, _release=1: tmp_path)
     monkeypatch.setitem(REGISTRY, "zz-missing", "nlgbias.scorers.nosuch:Scorer")
     table = describe_scorers().set_index("name")
     assert not table.loc["regard", "available"] and table.loc["vader", "available"]

@@ -45,7 +45,7 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
-def single(cluster, tiny_model_dir, tmp_path_factory):
+def single(cluster, tiny_model_dir, tmp_path_factory):  # noqa: ARG001 (cluster: one torch thread, as on the actors)
     """The tiny model's run in this process, without Ray: what every Ray run must reproduce."""
     out = tmp_path_factory.mktemp("single")
     nlgbias.run("sheng2019", models=[str(tiny_model_dir)], out=out, **TINY)
@@ -74,7 +74,8 @@ def test_two_actors_write_the_same_samples_and_metrics_as_one_process(single, ti
     assert (tmp_path / "samples.parquet").read_bytes() == (single / "samples.parquet").read_bytes()
 
 
-def test_the_embedded_smollm2_on_two_actors_equals_one_process(cluster, tmp_path):
+@pytest.mark.usefixtures("cluster")
+def test_the_embedded_smollm2_on_two_actors_equals_one_process(tmp_path):
     options = dict(models=["smollm2-135m"], samples=1, batch_size=30, max_new_tokens=8, scorers=["vader"],
                    n_boot=200, quiet=True)
     nlgbias.run("sheng2019", out=tmp_path / "single", **options)
@@ -134,7 +135,8 @@ def test_workers_that_always_crash_stop_the_run_with_one_line_and_keep_what_is_s
     assert json.loads((tmp_path / "manifest.json").read_text())["sampling"]["samples_per_prompt"] == 1  # as it was
 
 
-def test_scores_from_the_pool_equal_scores_in_this_process(cluster, tmp_path):
+@pytest.mark.usefixtures("cluster")
+def test_scores_from_the_pool_equal_scores_in_this_process(tmp_path):
     from nlgbias.distributed import RayPool
     from nlgbias.scorers import get_scorer
     from nlgbias.store import RunStore

@@ -64,13 +64,13 @@ def _main(argv: list[str]) -> int:
 def _latex_rows(text: str) -> tuple[list[str], list[list[str]]]:
     body = text[text.index("\\midrule") + len("\\midrule"): text.index("\\bottomrule")]
     header = text[text.index("\\toprule") + len("\\toprule"): text.index("\\midrule")]
-    split = lambda line: [c.strip() for c in re.split(r"(?<!\\)&", line.strip().removesuffix("\\\\").strip())]  # noqa: E731
+    split = lambda line: [c.strip() for c in re.split(r"(?<!\\)&", line.strip().removesuffix("\\\\").strip())]
     return split(header), [split(line) for line in body.strip().splitlines()]
 
 
 def _markdown_rows(text: str) -> tuple[list[str], list[list[str]]]:
     lines = [line for line in text.splitlines() if line.startswith("| ")]
-    split = lambda line: [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]  # noqa: E731
+    split = lambda line: [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
     return split(lines[0]), [split(line) for line in lines[2:]]
 
 

@@ -141,7 +141,7 @@ class FakeTokenizer:
 
     vocab = {" ": 0, "nurse": 1, "regist": 2, "ered": 3}
 
-    def __call__(self, text, add_special_tokens=False):
+    def __call__(self, text, add_special_tokens=False):  # noqa: ARG002 (a tokenizer's call, as the code calls it)
         ids = [0] if text.startswith(" ") else []
         for word in text.split():
             ids += [2, 3] if word == "registered" else [self.vocab[word]]
@@ -391,7 +391,8 @@ def minilm():
     return MiniLMSpace()
 
 
-def test_minilm_direction_and_sanity_check(minilm, debiaswe):
+@pytest.mark.usefixtures("debiaswe")
+def test_minilm_direction_and_sanity_check(minilm):
     direction = gender_direction(minilm)
     assert len(direction.pairs) == 10
     she, he = minilm.vectors(["she", "he"]) @ direction.vector

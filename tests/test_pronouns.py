@@ -90,7 +90,7 @@ def test_top1_and_gap_come_from_the_full_softmax(tiny):
 
 def test_the_logits_to_keep_shortcut_changes_nothing(tiny, monkeypatch):
     fast = continuation_probabilities(tiny, PROMPTS, [" he", " a nurse"], batch_size=4)
-    monkeypatch.setattr(probes, "_keeps_logits", lambda model: False)
+    monkeypatch.setattr(probes, "_keeps_logits", lambda _model: False)
     full = continuation_probabilities(tiny, PROMPTS, [" he", " a nurse"], batch_size=4)
     np.testing.assert_allclose(full[["he", "a nurse", "top1"]].to_numpy(float),
                                fast[["he", "a nurse", "top1"]].to_numpy(float), rtol=1e-5, atol=1e-12)

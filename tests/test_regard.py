@@ -114,7 +114,7 @@ def test_checked_backend_recomputes_only_the_close_calls():
 
     ids = np.arange(16).reshape(4, 4)
     mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]])
-    out = checked(lambda i, m: logits, exact, 0.3)(ids, mask)
+    out = checked(lambda _ids, _mask: logits, exact, 0.3)(ids, mask)
     # rows 1 and 3 have top-two probabilities within 0.3; only they are recomputed, without the all-padding column
     assert len(calls) == 1 and calls[0][0].tolist() == [[4, 5, 6], [12, 13, 14]]
     np.testing.assert_array_equal(out[[0, 2]], logits[[0, 2]])

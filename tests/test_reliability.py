@@ -268,7 +268,7 @@ def test_api_errors_use_api_words():
     (lambda out: nlgbias.run("kirk2021-identity", models=["fake"], scorers=["vader"], out=out),
      "scorers=: the occupations analysis of suite kirk2021-identity needs the occupation scorer; add "
      "scorers=['occupation']", ["kirk2021-identity", "--model", "fake", "--scorer", "vader"]),
-    (lambda out: nlgbias.score(["x"], scorer="vaderr"), "scorer='vaderr': unknown scorer; did you mean vader?", None),
+    (lambda _out: nlgbias.score(["x"], scorer="vaderr"), "scorer='vaderr': unknown scorer; did you mean vader?", None),
 ])
 def test_the_same_error_reads_in_python_words_from_python_and_in_flags_from_the_command_line(
         tmp_path, capsys, call, api, cli):

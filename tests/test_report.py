@@ -64,7 +64,7 @@ class Tables(html.parser.HTMLParser):
         super().__init__()
         self.tables, self.cell = [], None
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag, attrs):  # noqa: ARG002 (HTMLParser's handler signature)
         if tag == "table":
             self.tables.append([])
         elif tag == "tr" and self.tables:

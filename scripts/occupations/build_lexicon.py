@@ -297,7 +297,7 @@ for a, b in parse_syn(OUR_SYNONYMS).items():
     synonyms[a] = (b, 'nlgbias') if a not in synonyms or synonyms[a][0] != b else synonyms[a]
 
 # titles that are only synonyms must be in the lexicon too
-for a, (b, src) in synonyms.items():
+for a, (b, _) in synonyms.items():
     if a not in rows:
         add(a, 'synonyms')
     if b not in rows:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +55,7 @@ def main() -> None:
     for column in args.by:
         table = leave_one_source_out(data, by=column, classes=args.classes, seed=args.seed,
                                      make_model=lambda labels: MiniLMClassifier(labels, device=args.device),
-                                     progress=lambda row: print(column, row, flush=True))
+                                     progress=partial(print, column, flush=True))
         result[f"leave_one_{column}_out"] = table.to_dict("records")
     result["seconds"] = round(time.time() - started, 1)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -106,6 +106,7 @@ class _CachedSpace:
 
     name: str = ""
     version: str = ""
+    dim: int  # set by each subclass once it knows its model
 
     def __init__(self) -> None:
         self._cache: dict[str, np.ndarray] = {}
@@ -281,9 +282,9 @@ class VectorFileSpace:
             row = self._row(word)
             if row is None:
                 parts = phrase(word).split(" ")
-                rows = [self._row(p) for p in parts] if len(parts) > 1 else [None]
-                if all(r is not None for r in rows):
-                    row = normalise_rows(np.mean(rows, axis=0)[None, :])[0]
+                found = [r for r in (self._row(p) for p in parts) if r is not None] if len(parts) > 1 else []
+                if found and len(found) == len(parts):
+                    row = normalise_rows(np.mean(found, axis=0)[None, :])[0]
             if row is not None:
                 out[i] = row
         return out

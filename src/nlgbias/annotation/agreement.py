@@ -61,7 +61,7 @@ def agreement(labels: pd.DataFrame, column: Literal["regard", "sentiment"]) -> d
     for a, b in combinations(annotators, 2):
         both = wide[[a, b]].dropna()
         out["cohen_kappa"][f"{a}-{b}"] = {"kappa": _cohen(both[a], both[b], categories), "n": int(len(both))}
-    scores = wide.apply(lambda col: col.map(lambda v: ORDINAL.get(to_classes(v, 3)) if isinstance(v, str) else np.nan))
+    scores = wide.apply(lambda col: col.map(lambda v: ORDINAL.get(to_classes(v, 3) or "") if isinstance(v, str) else np.nan))
     scores = scores.astype(float)
     out["krippendorff_alpha_ordinal_3"] = _alpha(scores)
     out["apiaa"] = apiaa(scores)

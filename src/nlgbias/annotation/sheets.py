@@ -145,7 +145,7 @@ def sheet_labels(paths: Sequence[str | Path], *, items: pd.DataFrame | None = No
         rows = read_sheet_rows(path)
         declared = path.stem[len("sheet-"):] if path.stem.startswith("sheet-") else None
         ids: dict[str, int] = {}
-        records = []
+        records: list[dict[str, str | None]] = []
         blank = 0
         for number, row in rows:
             where = f"{path}:{number}"
@@ -168,7 +168,7 @@ def sheet_labels(paths: Sequence[str | Path], *, items: pd.DataFrame | None = No
                 raise InputError(f"{where}: annotator {annotator!r} does not match the sheet's annotator {declared!r}")
             if records and annotator != records[0]["annotator"]:
                 raise InputError(f"{where}: annotator {annotator!r} differs from {records[0]['annotator']!r} earlier in this sheet")
-            record = {"annotator": annotator, "id": ident}
+            record: dict[str, str | None] = {"annotator": annotator, "id": ident}
             for column, categories in (("regard", REGARD), ("sentiment", SENTIMENT)):
                 value = values[column]
                 if not value:
@@ -184,7 +184,7 @@ def sheet_labels(paths: Sequence[str | Path], *, items: pd.DataFrame | None = No
             records.append(record)
         if not records:
             raise InputError(f"{path}: no labelled rows" if blank else f"{path}: no rows")
-        name = records[0]["annotator"]
+        name = str(records[0]["annotator"])
         if name in seen_annotators:
             raise InputError(f"{path}: annotator {name!r} already imported from {seen_annotators[name]}")
         seen_annotators[name] = path

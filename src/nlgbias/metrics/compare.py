@@ -7,15 +7,21 @@ output is an error, not a silent 0.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from nlgbias.keys import cell_seed
-from nlgbias.metrics.resampling import (bootstrap_indices, cell_rng, percentile_interval, permutation_test)
+from nlgbias.metrics.resampling import Difference, Table, bootstrap, cell_rng, permutation_test
 
 MIN_TEXTS = 2  # fewer texts on a side: the difference alone, no interval or p-value
+
+
+def _mean(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Mean of the texts ``idx`` (the last axis) of one side: the statistic the bootstrap resamples."""
+    return x[idx].mean(axis=-1)
 
 
 def probability_difference(details_a: Sequence[dict], details_b: Sequence[dict], *, labels: Sequence[str],
@@ -58,10 +64,10 @@ def probability_difference(details_a: Sequence[dict], details_b: Sequence[dict],
                     f"{MIN_TEXTS} texts on each side)")
             rows.append((label, len(a), a.mean(), len(b), b.mean(), a.mean() - b.mean(), np.nan, np.nan, np.nan, note))
             continue
-        rng = cell_rng(seed, label)
-        boot = a[bootstrap_indices(rng, len(a), n_boot)].mean(axis=1) - b[bootstrap_indices(rng, len(b), n_boot)].mean(axis=1)
+        sides = Difference(Table(len(a), partial(_mean, a), vectorized=True),
+                           Table(len(b), partial(_mean, b), vectorized=True))
+        _, low, high, _ = bootstrap(sides, rng=cell_rng(seed, label), n_boot=n_boot, confidence=confidence)
         test = permutation_test((a, b), seed=cell_seed(seed, label, "p"), n_resamples=9999)
-        low, high = percentile_interval(boot, confidence)
         rows.append((label, len(a), a.mean(), len(b), b.mean(), a.mean() - b.mean(), low, high, float(test.pvalue), ""))
     return pd.DataFrame(rows, columns=["label", "n_a", "mean_a", "n_b", "mean_b", "diff", "ci_low", "ci_high", "p",
                                        "note"])

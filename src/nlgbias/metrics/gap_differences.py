@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from nlgbias.metrics.resampling import cell_rng, percentile_interval, require_columns
+from nlgbias.metrics.resampling import Binomial, bootstrap, cell_rng, require_columns
 from nlgbias.metrics.significance import gap_difference_p
 
 CELLS = ("a1", "a2", "b1", "b2")  # model a or b, group_a (1) or group_b (2)
@@ -101,8 +101,8 @@ def _estimate(counts, *, n_boot: int, confidence: float, min_n: int, rng: np.ran
         return [np.nan] * 6 + [True]
     share = k / n
     gap_a, gap_b = share[0] - share[1], share[2] - share[3]
-    boot = rng.binomial(n, share, size=(n_boot, 4)) / n
-    low, high = percentile_interval(boot[:, 0] - boot[:, 1] - boot[:, 2] + boot[:, 3], confidence)
+    _, low, high, _ = bootstrap(Binomial(n, share, weights=(1, -1, -1, 1)), rng=rng, n_boot=n_boot,
+                                confidence=confidence)
     (n_a1, n_a2, n_b1, n_b2), (k_a1, k_a2, k_b1, k_b2) = n, k
     p = gap_difference_p((k_a1, n_a1, k_b1, n_b1), (k_a2, n_a2, k_b2, n_b2))
     return [gap_a, gap_b, gap_a - gap_b, float(low), float(high), p, bool(n.min() < min_n)]

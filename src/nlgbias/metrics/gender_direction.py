@@ -51,8 +51,8 @@ from scipy import stats
 from nlgbias.embeddings import EmbeddingSpace, MiniLMSpace, normalise_rows
 from nlgbias.errors import InputError
 from nlgbias.keys import cell_seed
-from nlgbias.metrics.resampling import (bootstrap_means, cell_rng, mean_difference, percentile_interval,
-                                        permutation_test, require_columns)
+from nlgbias.metrics.resampling import (Difference, Means, bootstrap, cell_rng, mean_difference, permutation_test,
+                                        require_columns)
 from nlgbias.metrics.significance import fdr_bh
 from nlgbias.resources import data_path
 
@@ -177,11 +177,13 @@ def gender_direction(space: EmbeddingSpace, *, pairs: Sequence[Sequence[str]] | 
     >>> d.vector.round(6).tolist(), round(d.explained_variance, 6)
     ([1.0, 0.0, 0.0], 1.0)
     """
-    pairs = [tuple(p) for p in (pairs if pairs is not None else load_debiaswe("definitional_pairs"))]
-    words = [w for pair in pairs for w in pair]
+    chosen = [(female, male) for female, male in (pairs if pairs is not None else load_debiaswe("definitional_pairs"))]
+    words = [w for pair in chosen for w in pair]
     vectors = space.vectors(words + [anchor])
-    rows, used, missing = [], [], []
-    for i, pair in enumerate(pairs):
+    rows: list[np.ndarray] = []
+    used: list[tuple[str, str]] = []
+    missing: list[tuple[str, str]] = []
+    for i, pair in enumerate(chosen):
         female, male = vectors[2 * i], vectors[2 * i + 1]
         if not (np.isfinite(female).all() and np.isfinite(male).all()):
             missing.append(pair)
@@ -190,7 +192,7 @@ def gender_direction(space: EmbeddingSpace, *, pairs: Sequence[Sequence[str]] | 
         rows += [female - centre, male - centre]
         used.append(pair)
     if not used:
-        raise InputError(NO_PAIRS.format(n=len(pairs), space=space.name))
+        raise InputError(NO_PAIRS.format(n=len(chosen), space=space.name))
     matrix = np.asarray(rows)
     matrix = matrix - matrix.mean(axis=0)  # already zero; kept to mirror sklearn's PCA
     _, singular, vt = np.linalg.svd(matrix, full_matrices=False)
@@ -451,11 +453,11 @@ def _check_choice(where: str, name: str, value: Any, allowed: Sequence[str]) -> 
         raise InputError(BAD_CHOICE.format(where=where, name=name, allowed=", ".join(allowed), value=value))
 
 
-def _mean_ci(x: np.ndarray, *, n_boot: int, confidence: float, seed: int) -> tuple[float, float, float]:
+def _mean_ci(x: np.ndarray, *, n_boot: int, confidence: float, seed: int, key: tuple) -> tuple[float, float, float]:
     if len(x) == 0:
         return np.nan, np.nan, np.nan
-    low, high = percentile_interval(bootstrap_means(x, n_boot, np.random.default_rng(seed)), confidence)
-    return float(x.mean()), float(low), float(high)
+    mean, low, high, _ = bootstrap(Means(x), rng=cell_rng(seed, *key), n_boot=n_boot, confidence=confidence)
+    return mean, float(low), float(high)
 
 
 def _permutation_p(a: np.ndarray, b: np.ndarray, *, n_resamples: int, seed: int) -> float:
@@ -531,7 +533,7 @@ class ProfessionBias:
 def _cell_row(values: pd.DataFrame, *, n_boot: int, confidence: float, seed: int, key: tuple) -> list:
     status = values["status"]
     x = values.loc[status == "ok", "bias"].to_numpy(float)
-    mean, low, high = _mean_ci(x, n_boot=n_boot, confidence=confidence, seed=cell_seed(seed, *key))
+    mean, low, high = _mean_ci(x, n_boot=n_boot, confidence=confidence, seed=seed, key=key)
     return [int(len(values)), int((status == "none").sum()), int((status == "missing").sum()), int(len(x)),
             mean, low, high]
 
@@ -598,7 +600,7 @@ def profession_bias_table(parsed: pd.DataFrame, *, space: EmbeddingSpace | None 
     space = space if space is not None else MiniLMSpace()
     g, info = _direction_vector(space, direction, "profession_bias_table")
     samples = sample_bias(parsed, space, direction=g)
-    kw = dict(n_boot=n_boot, confidence=confidence, seed=seed)
+    kw: dict[str, Any] = dict(n_boot=n_boot, confidence=confidence, seed=seed)
 
     by_prompt = []
     for key, cell in samples.groupby(["model", "template_id", "gender", "prompt"], sort=False, dropna=False):
@@ -616,10 +618,9 @@ def profession_bias_table(parsed: pd.DataFrame, *, space: EmbeddingSpace | None 
         female, male = sides["female"], sides["male"]
         diff = low = high = np.nan
         if len(female) and len(male):
-            diff = float(female.mean() - male.mean())
-            rng = cell_rng(seed, "difference", *key)
-            boot = bootstrap_means(female, n_boot, rng) - bootstrap_means(male, n_boot, rng)
-            low, high = (float(q) for q in percentile_interval(boot, confidence))
+            diff, low, high, _ = bootstrap(Difference(Means(female), Means(male)), rng=cell_rng(seed, "difference", *key),
+                                           n_boot=n_boot, confidence=confidence)
+            low, high = float(low), float(high)
         p = _permutation_p(female, male, n_resamples=n_resamples, seed=cell_seed(seed, "permutation", *key))
         difference.append([space.name, *key, len(female), float(female.mean()) if len(female) else np.nan,
                            len(male), float(male.mean()) if len(male) else np.nan, diff, low, high, p])
@@ -831,10 +832,10 @@ def fairness_check(parsed: pd.DataFrame, pairs: Sequence[tuple[str, str]], *, sp
             x, y = values.get(u, np.empty(0)), values.get(v, np.empty(0))
             gap = low = high = np.nan
             if len(x) and len(y):
-                gap = abs(float(x.mean() - y.mean()))
-                rng = cell_rng(seed, "gap", model, u, v)
-                boot = np.abs(bootstrap_means(x, n_boot, rng) - bootstrap_means(y, n_boot, rng))
-                low, high = (float(q) for q in percentile_interval(boot, confidence))
+                gap, low, high, _ = bootstrap(Difference(Means(x), Means(y), absolute=True),
+                                              rng=cell_rng(seed, "gap", model, u, v), n_boot=n_boot,
+                                              confidence=confidence)
+                low, high = float(low), float(high)
             for distance in DISTANCES:
                 d = float(dist[distance])
                 ratio = float(_ratio(np.array([gap]), np.array([d]))[0])

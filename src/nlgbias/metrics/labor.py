@@ -177,7 +177,8 @@ def load_bls_mapping(path: str | Path | None = None, *, bls_titles: Iterable[str
         raise InputError(_MAPPING_MISSING.format(path=path))
     titles = list(dict.fromkeys(bls_titles))
     known = set(titles)
-    rows, seen = [], {}
+    rows: list[list] = []
+    seen: dict[tuple[str, str], int] = {}
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         header = next(reader, [])

@@ -23,13 +23,14 @@ Counts are *mentions* (rows of ``jobs``) unless a column says ``samples``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from nlgbias.errors import InputError
-from nlgbias.metrics.resampling import cell_rng, percentile_interval, require_columns
+from nlgbias.metrics.resampling import bootstrap, cell_rng, require_columns
 
 KEY = ["model", "axis", "category", "gender", "group"]
 JOB_COLUMNS = ["generation_id", *KEY, "occupation"]
@@ -395,7 +396,7 @@ def _gini_rows(counts: np.ndarray, support: str) -> np.ndarray:
 
 def _gini_table(jobs: pd.DataFrame, calls: pd.DataFrame, *, key: Sequence[str], by: Sequence[str],
                 support: str, n_boot: int, confidence: float, seed: int, where: str,
-                ci: str = "percentile") -> pd.DataFrame:
+                ci: Literal["percentile", "basic"] = "percentile") -> pd.DataFrame:
     by, key = list(by), list(key)
     support_by = ["model"] if "model" in by else []
     rows = []
@@ -414,17 +415,35 @@ def _gini_table(jobs: pd.DataFrame, calls: pd.DataFrame, *, key: Sequence[str], 
         estimate = _gini_rows(counts[None, :], support)[0] if len(names) else float("nan")
         low = high = mean = float("nan")
         if n_boot and len(cell_jobs):
-            reps = _bootstrap_counts(cell_jobs, cell_calls, col, len(names), key=key, n_boot=n_boot,
-                                     rng=cell_rng(seed, where, *tkey))
-            values = _gini_rows(reps, support)
-            low, high = percentile_interval(values, confidence, skip_nan=True)
-            if ci == "basic":  # reflected, and clipped to the range a Gini can take
-                low, high = max(2 * estimate - high, 0.0), min(2 * estimate - low, 1.0)
+            kind = _CallResample(counts, cell_jobs, cell_calls, col, key=key, support=support)
+            _, low, high, values = bootstrap(kind, rng=cell_rng(seed, where, *tkey), n_boot=n_boot,
+                                             confidence=confidence, method=ci, bounds=(0.0, 1.0), skip_nan=True)
             mean = float(np.nanmean(values))
         rows.append([*tkey, int(cell_calls["n_calls"].sum()), int(cell_calls["n_titled"].sum()), len(cell_jobs),
                      int((counts > 0).sum()), len(names), estimate, float(low), float(high), mean])
     return pd.DataFrame(rows, columns=[*by, "n_calls", "n_titled", "n_mentions", "n_jobs", "support_size",
                                        "gini", "ci_low", "ci_high", "boot_mean"])
+
+
+@dataclass(frozen=True)
+class _CallResample:
+    """The Gini of a cell's occupation ``counts``; a replicate resamples calls within each prompt
+    group (:func:`_bootstrap_counts`).  The replicate kind of :func:`~nlgbias.metrics.resampling.bootstrap`."""
+
+    counts: np.ndarray
+    cell_jobs: pd.DataFrame
+    cell_calls: pd.DataFrame
+    col: np.ndarray
+    key: list[str]
+    support: str
+
+    def estimate(self) -> float:
+        return _gini_rows(self.counts[None, :], self.support)[0]
+
+    def draw(self, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+        reps = _bootstrap_counts(self.cell_jobs, self.cell_calls, self.col, len(self.counts), key=self.key,
+                                 n_boot=n_boot, rng=rng)
+        return _gini_rows(reps, self.support)
 
 
 def _bootstrap_counts(cell_jobs: pd.DataFrame, cell_calls: pd.DataFrame, col: np.ndarray, n_jobs: int, *,

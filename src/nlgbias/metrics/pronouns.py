@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -37,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nlgbias.metrics.resampling import (bootstrap_indices, cell_rng, percentile_interval, require_columns)
+from nlgbias.metrics.resampling import Means, Table, bootstrap, cell_rng, require_columns
 from nlgbias.words import FAMILIES
 
 BY = ("model", "prompt_set")
@@ -231,23 +232,27 @@ def divergence_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, he: str = "
         h, s = h[order], s[order]
         bh, bs = _bin_index(h, edges, where), _bin_index(s, edges, where)
         k, n = len(edges) - 1, len(h)
-
-        def kl(idx):
-            ch = np.bincount(bh[idx], minlength=k)
-            cs = np.bincount(bs[idx], minlength=k)
-            return float(stats.entropy(_smoothed(ch, pseudo_count), _smoothed(cs, pseudo_count)))
-
-        def emd(idx):
-            return float(stats.wasserstein_distance(h[idx], s[idx]))
-
-        everything = np.arange(n)
-        draws = bootstrap_indices(cell_rng(seed, where, *key), n, n_boot) if n else np.zeros((0, 0), dtype=int)
-        for measure, fn in (("kl", kl), ("emd", emd)):
-            value = fn(everything) if n else np.nan
-            boot = np.array([fn(idx) for idx in draws]) if n and n_boot else np.array([np.nan])
-            low, high = percentile_interval(boot, confidence)
-            rows.append([*key, measure, n, value, float(low), float(high)])
+        if n:
+            statistic = partial(_kl_emd, bins=(bh, bs, k), values=(h, s), pseudo_count=pseudo_count)
+            value, low, high, _ = bootstrap(Table(n, statistic), rng=cell_rng(seed, where, *key), n_boot=n_boot,
+                                            confidence=confidence)
+        else:
+            value = low = high = np.full(2, np.nan)
+        for j, measure in enumerate(("kl", "emd")):
+            rows.append([*key, measure, n, value[j], float(low[j]), float(high[j])])
     return pd.DataFrame(rows, columns=by + MEASURE_COLUMNS)
+
+
+def _kl_emd(idx: np.ndarray, *, bins: tuple[np.ndarray, np.ndarray, int], values: tuple[np.ndarray, np.ndarray],
+            pseudo_count: float) -> tuple[float, float]:
+    """``(kl, emd)`` of the prompts ``idx`` of a cell: ``bins`` are the bin of each P(he) and P(she) and
+    the number of bins, ``values`` the probabilities themselves."""
+    bh, bs, k = bins
+    h, s = values
+    ch = np.bincount(bh[idx], minlength=k)
+    cs = np.bincount(bs[idx], minlength=k)
+    return (float(stats.entropy(_smoothed(ch, pseudo_count), _smoothed(cs, pseudo_count))),
+            float(stats.wasserstein_distance(h[idx], s[idx])))
 
 
 # --- means with bootstrap intervals -------------------------------------------------------
@@ -260,17 +265,14 @@ def _mean_table(table: pd.DataFrame, by: list[str], measures: dict[str, np.ndarr
     for key, cell in _cells(table.assign(_row=positions.to_numpy()), by):
         idx = cell["_row"].to_numpy()
         n = len(idx)
-        draws = bootstrap_indices(cell_rng(seed, where, *key), n, n_boot) if n else None
         for measure, values in measures.items():
-            x = np.sort(values[idx])  # a canonical order, so the bootstrap ignores row order
-            value = float(np.mean(x)) if n else np.nan
+            x = np.sort(values[idx])  # a canonical order, so the estimate ignores row order too
             sd = float(np.std(x, ddof=1)) if n > 1 else np.nan
-            if n and n_boot:
+            value = low = high = np.nan
+            if n:  # every measure draws the same rows: one generator per cell, fresh for each
                 with np.errstate(invalid="ignore"):
-                    boot = x[draws].mean(axis=1)
-                low, high = percentile_interval(boot, confidence)
-            else:
-                low = high = np.nan
+                    value, low, high, _ = bootstrap(Means(x), rng=cell_rng(seed, where, *key), n_boot=n_boot,
+                                                    confidence=confidence)
             rows.append([*key, measure, n, value, sd, float(low), float(high)])
     return pd.DataFrame(rows, columns=by + MEAN_COLUMNS)
 

@@ -276,7 +276,7 @@ def occupation_regressions(jobs: pd.DataFrame, calls: pd.DataFrame, *, axes: Seq
     calls = calls.assign(category=_alias(calls["category"], aliases))
     axes = [a for a in dict.fromkeys(calls["axis"]) if a != BASE] if axes is None else list(axes)
     fit_rows, term_rows = [], []
-    n_jobs = {}
+    n_jobs: dict[tuple[str, str], tuple[int, list[str]]] = {}
     for model in sorted(calls["model"].unique()):
         model_calls = calls[calls["model"] == model]
         model_jobs = jobs[jobs["model"] == model]

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -129,7 +129,7 @@ def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, st
                .rename("n_empty").reset_index())
     shares = shares.merge(empties, on=["model", "context", "scorer", "group"], how="left")
     shares["n_empty"] = shares["n_empty"].fillna(0).astype(int)
-    options = dict(labels=gap_labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
+    options: dict[str, Any] = dict(labels=gap_labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
     gaps = differences(shares, column="group", pairs=comparisons, within=["model", "context", "scorer"], **options)
     models = list(dict.fromkeys(scored["model"]))
     model_gaps = differences(shares, column="model", pairs=list(combinations(models, 2)),
@@ -165,7 +165,7 @@ def adjust_family(results: Results, names: Sequence[str]) -> Results:
     n_comparisons = sum(len(t) for t in tables.values())
     alpha = family_alpha(n_comparisons)
     start = 0
-    for name, table in tables.items():
+    for table in tables.values():
         table["p_adj"] = adjusted[start: start + len(table)]
         start += len(table)
         table["mde"] = (gap_difference_mde_column if "n_a1" in table else mde_column)(table, alpha=alpha)

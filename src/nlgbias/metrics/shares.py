@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from nlgbias.metrics.resampling import cell_rng, percentile_interval, require_columns
+from nlgbias.metrics.resampling import Binomial, Difference, Multinomial, bootstrap, cell_rng, require_columns
 from nlgbias.metrics.significance import permutation_p
 
 BY = ("model", "context", "scorer", "group")
@@ -71,8 +71,11 @@ def group_shares(scored: pd.DataFrame, *, by: Sequence[str] = BY, labels: Sequen
         counts = cell["label"].value_counts()
         k = np.array([int(counts.get(label, 0)) for label in cell_labels])
         n = int(len(cell))
-        replicates = cell_rng(seed, *key).multinomial(n, k / n, size=n_boot) / n if n else None
-        low, high = percentile_interval(replicates, confidence, axis=0) if n else (k * np.nan, k * np.nan)
+        if n:
+            _, low, high, _ = bootstrap(Multinomial(n, k / n), rng=cell_rng(seed, *key), n_boot=n_boot,
+                                        confidence=confidence)
+        else:
+            low = high = k * np.nan
         for j, label in enumerate(cell_labels):
             rows.append([*key, label, n, int(k[j]), k[j] / n if n else np.nan, float(low[j]), float(high[j]), n < min_n])
     return pd.DataFrame(rows, columns=by + SHARE_COLUMNS)
@@ -131,9 +134,8 @@ def differences(shares: pd.DataFrame, *, column: str, pairs: Sequence[tuple[str,
             share_a = k_a / n_a if n_a else np.nan
             share_b = k_b / n_b if n_b else np.nan
             if n_a and n_b:
-                rng = cell_rng(seed, *key, a, b)
-                boot = rng.binomial(n_a, share_a, n_boot) / n_a - rng.binomial(n_b, share_b, n_boot) / n_b
-                low, high = percentile_interval(boot, confidence)
+                _, low, high, _ = bootstrap(Difference(Binomial(n_a, share_a), Binomial(n_b, share_b)),
+                                            rng=cell_rng(seed, *key, a, b), n_boot=n_boot, confidence=confidence)
             else:
                 low = high = np.nan
             rows.append([*key, a, b, n_a, k_a, share_a, n_b, k_b, share_b, share_a - share_b,

@@ -45,6 +45,8 @@ class Embedded:
 
 def _module_dir(module: str) -> Path:
     spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise BackendError(f"package {module}: not installed")
     return Path(list(spec.submodule_search_locations)[0])
 
 

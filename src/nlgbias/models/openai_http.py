@@ -122,7 +122,8 @@ class OpenAIBackend:
         """Log P(target | context) from the server's prompt log-probabilities (``echo``)."""
         if len(contexts) != len(targets):
             raise ValueError(f"contexts and targets differ in length: {len(contexts)} vs {len(targets)}")
-        return self._ordered(lambda pair, server: self._prompt_logprob(*pair, server), list(zip(contexts, targets)))
+        return self._ordered(lambda pair, server: self._prompt_logprob(pair[0], pair[1], server),
+                             list(zip(contexts, targets)))
 
     def close(self) -> None:
         pass

@@ -25,9 +25,13 @@ import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence, TypeVar
 
 from nlgbias.errors import BackendError
+
+
+Item = TypeVar("Item")
+Answer = TypeVar("Answer")
 
 
 class GiveUp(BackendError):
@@ -76,7 +80,7 @@ class ServerPool:
         self.cooldown = cooldown
         self._turn = 0
 
-    def spread(self, fn: Callable, items: Sequence) -> Iterator[list[tuple[int, object]]]:
+    def spread(self, fn: Callable[[Item, Server], Answer], items: Sequence[Item]) -> Iterator[list[tuple[int, Answer]]]:
         """Yield ``[(item index, fn(item, server)), ...]`` as answers arrive (all that arrived together).
 
         A :class:`GiveUp` sends the item again to another server; any other exception stops new

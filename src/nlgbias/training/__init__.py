@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,7 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     from nlgbias.training.train import TRAIN_THREADS, predict_proba, train_classifier
 
     labels = LABELS[classes]
-    shipped = {}  # adapter digest -> scorer name, read before writing, in case ``out`` is a shipped folder
+    shipped: dict[str, str] = {}  # adapter digest -> scorer name, read before writing, in case ``out`` is a shipped folder
     for scorer in (RegardScorer, Regard4Scorer, RegardV1Scorer, Regard4V1Scorer):  # the default names first
         shipped_file = classifier_dir(scorer.classes, scorer.release) / "adapter.safetensors"
         if scorer.classes == classes and shipped_file.is_file():
@@ -56,7 +57,7 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     if train.empty:
         raise InputError(f"no item has a regard_{classes} label in the {' or '.join(fit_splits)} split: "
                          "nothing to train on")
-    settings = {**SETTINGS, **({"epochs": epochs} if epochs is not None else {})}
+    settings: dict[str, Any] = {**SETTINGS, **({"epochs": epochs} if epochs is not None else {})}
     tokenizer, model = train_classifier(train["text"].tolist(), train["label"].tolist(), label_names=labels,
                                         seed=seed, **settings)
     data_hash = hashlib.sha256(pd.util.hash_pandas_object(table, index=False).values.tobytes()).hexdigest()

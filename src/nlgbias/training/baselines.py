@@ -6,7 +6,7 @@ bag-of-words logistic regression.  Each is ``fit(texts, labels, seed)`` then
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 import torch
@@ -17,6 +17,15 @@ from nlgbias.scorers.sentiment import TextBlobScorer, VaderScorer
 TOKEN = re.compile(r"[a-z0-9']+|[^\sa-z0-9']")
 
 
+class Classifier(Protocol):
+    """A classifier of the experiments: ``fit(texts, labels, seed=)`` returns it trained, then
+    ``predict_proba(texts)`` gives one row per text, columns in its labels' order."""
+
+    def fit(self, texts: Sequence[str], labels: Sequence[str], seed: int = 0) -> Classifier: ...
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
 class SentimentAsRegard:
     """VADER or TextBlob labels read as regard labels (``other`` is never predicted)."""
 
@@ -25,7 +34,7 @@ class SentimentAsRegard:
         self.labels = list(labels)
         self.scorer = VaderScorer() if name == "vader" else TextBlobScorer()
 
-    def fit(self, texts, labels, seed: int = 0) -> "SentimentAsRegard":
+    def fit(self, texts, labels, seed: int = 0) -> "SentimentAsRegard":  # noqa: ARG002 (baselines' fit protocol)
         return self
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:

@@ -11,8 +11,8 @@ from nlgbias.metrics.resampling import permutation_test
 
 
 def accuracy(gold: Sequence[str], pred: Sequence[str]) -> float:
-    gold, pred = np.asarray(gold), np.asarray(pred)
-    return float((gold == pred).mean()) if len(gold) else float("nan")
+    same = np.asarray(gold) == np.asarray(pred)
+    return float(same.mean()) if len(gold) else float("nan")
 
 
 def macro_f1(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> float:
@@ -21,12 +21,12 @@ def macro_f1(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) ->
     >>> round(macro_f1(["a", "a", "b", "c"], ["a", "b", "b", "c"], ["a", "b", "c"]), 4)
     0.7778
     """
-    gold, pred = np.asarray(gold), np.asarray(pred)
+    truth, predicted = np.asarray(gold), np.asarray(pred)
     scores = []
     for label in labels:
-        tp = np.sum((pred == label) & (gold == label))
-        fp = np.sum((pred == label) & (gold != label))
-        fn = np.sum((pred != label) & (gold == label))
+        tp = np.sum((predicted == label) & (truth == label))
+        fp = np.sum((predicted == label) & (truth != label))
+        fn = np.sum((predicted != label) & (truth == label))
         scores.append(2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0)
     return float(np.mean(scores))
 

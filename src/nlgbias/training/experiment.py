@@ -10,12 +10,12 @@ each other model, on per-item accuracy averaged over seeds.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from nlgbias.training.baselines import BagOfWords, LSTMBaseline, SentimentAsRegard
+from nlgbias.training.baselines import BagOfWords, Classifier, LSTMBaseline, SentimentAsRegard
 from nlgbias.training.evaluate import (accuracy, confusion, expected_calibration_error, macro_f1,
                                        paired_permutation_p)
 
@@ -55,7 +55,7 @@ class MiniLMClassifier:
         return predict_proba(self.model, self.tokenizer, texts)
 
 
-def default_models(labels: Sequence[str]) -> dict[str, Callable[[], object]]:
+def default_models(labels: Sequence[str]) -> dict[str, Callable[[], Classifier]]:
     return {
         CLASSIFIER: lambda: MiniLMClassifier(labels),
         "bow-logreg": lambda: BagOfWords(labels),
@@ -66,7 +66,7 @@ def default_models(labels: Sequence[str]) -> dict[str, Callable[[], object]]:
 
 
 def compare_models(data: pd.DataFrame, *, classes: int = 3, seeds: Sequence[int] = range(5),
-                   models: dict[str, Callable[[], object]] | None = None, progress=None) -> dict:
+                   models: dict[str, Callable[[], Classifier]] | None = None, progress=None) -> dict:
     """Train and evaluate every model on the dataset's splits; see the module docstring.
 
     Returns
@@ -80,10 +80,13 @@ def compare_models(data: pd.DataFrame, *, classes: int = 3, seeds: Sequence[int]
     table = view(data, classes)
     parts = {name: table[table["split"] == name] for name in ("train", "dev", "test")}
     models = models or default_models(labels)
-    results, correct, confusions = {}, {}, {}
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    correct, confusions = {}, {}
     for name, make in models.items():
-        per_seed = {"dev": {"accuracy": [], "macro_f1": []}, "test": {"accuracy": [], "macro_f1": []}}
-        eces, item_correct, conf = [], [], None
+        per_seed: dict[str, dict[str, list[float]]] = {"dev": {"accuracy": [], "macro_f1": []},
+                                                       "test": {"accuracy": [], "macro_f1": []}}
+        eces, item_correct = [], []
+        conf: pd.DataFrame | None = None
         for seed in seeds:
             model = make().fit(parts["train"]["text"].tolist(), parts["train"]["label"].tolist(), seed=seed)
             for split in ("dev", "test"):
@@ -106,6 +109,8 @@ def compare_models(data: pd.DataFrame, *, classes: int = 3, seeds: Sequence[int]
             for split, metrics in per_seed.items()}
         results[name]["test"]["ece"] = {"mean": float(np.mean(eces)), "sd": float(np.std(eces, ddof=1)) if len(eces) > 1 else 0.0}
         correct[name] = np.mean(item_correct, axis=0)
+        if conf is None:
+            raise ValueError("compare_models: seeds is empty")
         confusions[name] = conf.astype(int).values.tolist()
     best = max(results, key=lambda n: results[n]["dev"]["macro_f1"]["mean"])
     permutation = {name: paired_permutation_p(correct[best], correct[name]) for name in results if name != best}
@@ -123,17 +128,20 @@ def adjusted_permutation(comparison: dict) -> dict[str, float]:
     return dict(zip(names, fdr_bh(np.array([comparison["permutation"][n] for n in names], dtype=float))))
 
 
+def _mean_sd(split: dict, metric: str) -> str:
+    return f"{split[metric]['mean']:.3f} ± {split[metric]['sd']:.3f}"
+
+
 def markdown_table(comparison: dict) -> str:
     """The comparison as a Markdown table (mean ± sd over seeds; p BH-adjusted over the comparisons)."""
     lines = ["| model | dev accuracy | dev macro-F1 | test accuracy | test macro-F1 | test ECE | p vs best (test, adj.) |",
              "|---|---|---|---|---|---|---|"]
     adjusted = adjusted_permutation(comparison)
     for name, r in comparison["results"].items():
-        def cell(split, metric):
-            return f"{r[split][metric]['mean']:.3f} ± {r[split][metric]['sd']:.3f}"
+        dev, test = r["dev"], r["test"]
         p = "(best)" if name == comparison["best"] else f"{adjusted[name]:.2g}"
-        lines.append(f"| {name} | {cell('dev', 'accuracy')} | {cell('dev', 'macro_f1')} | {cell('test', 'accuracy')} | "
-                     f"{cell('test', 'macro_f1')} | {cell('test', 'ece')} | {p} |")
+        lines.append(f"| {name} | {_mean_sd(dev, 'accuracy')} | {_mean_sd(dev, 'macro_f1')} | "
+                     f"{_mean_sd(test, 'accuracy')} | {_mean_sd(test, 'macro_f1')} | {_mean_sd(test, 'ece')} | {p} |")
     return "\n".join(lines)
 
 
@@ -155,7 +163,7 @@ def report_markdown(comparison: dict) -> str:
 
 
 def write_comparison(data: pd.DataFrame, out: str | Path, *, classes: int = 3, seeds: Sequence[int] = range(5),
-                     models: dict[str, Callable[[], object]] | None = None,
+                     models: dict[str, Callable[[], Classifier]] | None = None,
                      progress: Callable[[str, int], None] | None = None) -> dict:
     """:func:`compare_models`, written to ``out/comparison.json`` and ``out/comparison.md``; returns the comparison."""
     from nlgbias.store.export import write_json, write_text

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from nlgbias.training.baselines import Classifier
 from nlgbias.training.evaluate import accuracy, macro_f1
 from nlgbias.training.experiment import LABELS, MiniLMClassifier, view
 
@@ -23,14 +24,14 @@ def recall(gold: Sequence[str], pred: Sequence[str], label: str) -> float:
     >>> recall(["negative", "negative", "neutral"], ["negative", "neutral", "neutral"], "negative")
     0.5
     """
-    gold, pred = np.asarray(gold), np.asarray(pred)
-    mask = gold == label
-    return float((pred[mask] == label).mean()) if mask.any() else float("nan")
+    mask = np.asarray(gold) == label
+    hits = np.asarray(pred)[mask] == label
+    return float(hits.mean()) if mask.any() else float("nan")
 
 
 def leave_one_source_out(data: pd.DataFrame, *, by: str = "source", classes: int = 3, seed: int = 0,
                          fit_splits: Sequence[str] = ("train", "dev"),
-                         make_model: Callable[[list[str]], object] | None = None, progress=None) -> pd.DataFrame:
+                         make_model: Callable[[list[str]], Classifier] | None = None, progress=None) -> pd.DataFrame:
     """Train without each value of ``by`` and test on all of its items.
 
     Parameters
