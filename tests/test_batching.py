@@ -204,3 +204,17 @@ def test_cli_auto_on_a_cpu_records_120_in_the_manifest(tmp_path, tiny_model_dir)
     given = manifests["given"]
     assert given["sampling"]["batch_size"] == 60 and "batch_size_auto" not in given["sampling"]
     assert given["run_id"] != auto["run_id"]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("autox", "batch_size='autox': must be a whole number of at least 1, or auto"),
+    (0, "batch_size=0: must be a whole number of at least 1, or auto"),
+    (2.5, "batch_size=2.5: must be a whole number"),
+    (10 ** 9, "batch_size=1000000000: must be at most 100,000"),
+])
+def test_python_callers_get_the_keyword_in_the_message(value, message):
+    from nlgbias.errors import InputError
+
+    with pytest.raises(InputError) as error:
+        config("fake", value)
+    assert str(error.value).startswith(message)
