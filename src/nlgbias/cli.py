@@ -111,7 +111,8 @@ def cli() -> None:
 @click.option("--top-p", type=float, default=None, help="Nucleus cut; 1 = off [suite default: 1.0].")
 @click.option("--scorer", "scorers", multiple=True, help="Scorers to use (repeatable) [default: the suite's].")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
-              help="Sampling precision of local models (bfloat16 is faster; texts then depend on --batch-size).")
+              help="Sampling precision of local models (bfloat16 is faster on CPUs with AVX-512 BF16, not on every "
+                   "GPU; its texts depend more on --batch-size).")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:1 ... (local models).")
 @click.option("--api-base", multiple=True, metavar="URL",
               help="Base URL of an OpenAI-compatible server [env NLGBIAS_API_BASE]. Several servers of the same "
