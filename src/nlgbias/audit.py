@@ -23,7 +23,7 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -36,6 +36,7 @@ from nlgbias.errors import InputError, ScorerUnavailable, StoreError, command_li
 from nlgbias.keys import config_id, text_hash
 from nlgbias.metrics import Results
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
+from nlgbias.models.batching import AUTO, CPU_BATCH, choose_batch_size, stored_batch_size
 from nlgbias.models.hf import first_load_note
 from nlgbias.models.names import model_names, named_results, rename_models
 from nlgbias.models.plan import plan_samples
@@ -102,10 +103,11 @@ class RunConfig:
     min_n: int = 30
     bls_mapping: str | None = None
     precision: PrecisionTarget | None = None  # --until-mde: sample in rounds (nlgbias.precision)
+    batch_auto: dict | None = None  # how --batch-size auto chose batch_size (nlgbias.models.batching)
 
     @classmethod
     def create(cls, suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int = 100,
-               seed: int = 0, batch_size: int = 120, max_new_tokens: int | None = None,
+               seed: int = 0, batch_size: int | str = "auto", max_new_tokens: int | None = None,
                temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
                scorers: Sequence[str] | None = None, backend_options: BackendOptions | None = None,
                n_boot: int = 2000, confidence: float = 0.95, min_n: int = 30,
@@ -119,8 +121,6 @@ class RunConfig:
                           cooldown=options.cooldown)
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise InputError(f"{option('--samples', samples)}: must be a whole number of at least 1")
-        if batch_size < 1:
-            raise InputError(f"{option('--batch-size', batch_size)}: must be at least 1")
         if not models:
             raise InputError(f"{option('--model', keyword='models')}: give at least one model")
         if len(set(models)) != len(models):
@@ -130,9 +130,16 @@ class RunConfig:
         stats: dict[str, Any] = dict(n_boot=n_boot, confidence=confidence, min_n=min_n)
         if suite.kind == "pronoun":
             refs = tuple(resolve_model(m, options) for m in models)
-            return cls(suite, refs, options, samples, seed, batch_size, None, **stats)
+            if batch_size != AUTO:
+                return cls(suite, refs, options, samples, seed, int(batch_size), None, **stats)
+            rule = {"requested": AUTO, "rule": f"{CPU_BATCH}: probabilities batch at most 32 per forward pass"}
+            return cls(suite, refs, options, samples, seed, CPU_BATCH, None, **stats, batch_auto=rule)
         params = _params(suite, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p)
         refs = tuple(resolve_model(m, options) for m in models)
+        prompts = list(expand_suite(suite)["prompt"])
+        size, auto = choose_batch_size(batch_size, refs=refs, device=options.device, dtype=options.dtype,
+                                       prompts=prompts, max_new_tokens=params.max_new_tokens,
+                                       requests=samples * len(prompts), revision=options.revision)
         scorer_names = list(scorers) if scorers else list(suite.scorers)
         if bls_mapping is not None:
             check_bls_mapping(bls_mapping)
@@ -143,8 +150,8 @@ class RunConfig:
                                      f"{suite.name} needs the {needed} scorer; add "
                                      f"{option('--scorer', needed, keyword='scorers', many=True)}")
         active, unavailable = _load_scorers(scorer_names)
-        return cls(suite, refs, options, samples, seed, batch_size, params, tuple(active), tuple(unavailable), **stats,
-                   bls_mapping=None if bls_mapping is None else str(bls_mapping), precision=precision)
+        return cls(suite, refs, options, samples, seed, size, params, tuple(active), tuple(unavailable), **stats,
+                   bls_mapping=None if bls_mapping is None else str(bls_mapping), precision=precision, batch_auto=auto)
 
     @property
     def analyses(self) -> tuple[str, ...]:
@@ -167,6 +174,8 @@ class RunConfig:
                     "statistics": {"n_boot": self.n_boot, "confidence": self.confidence, "seed": self.seed}}
         sampling = {**self.params.to_dict(), "samples_per_prompt": self.samples, "seed": self.seed,
                     "dtype": self.options.dtype}
+        if any(r.backend == "transformers" for r in self.refs):  # a local model's texts depend on its batches
+            sampling["batch_size"] = self.batch_size
         if self.precision is not None:
             sampling["precision"] = self.precision.describe()
         return {"suite": suite, "models": models, "sampling": sampling,
@@ -177,6 +186,17 @@ class RunConfig:
     @property
     def run_id(self) -> str:
         return config_id(self.identity())
+
+    def keep_stored_batch_size(self, store: RunStore) -> RunConfig:
+        """This config, with an automatic GPU batch size replaced by the one the same settings last
+        ran with in ``store`` (free memory varies, so a rerun would otherwise cut other batches)."""
+        if self.batch_auto is None or "free_gib" not in self.batch_auto:
+            return self
+        earlier = stored_batch_size(self.identity(), store.runs())
+        if earlier is None or earlier == self.batch_size:
+            return self
+        return replace(self, batch_size=earlier, batch_auto={**self.batch_auto, "fitted_now": self.batch_size,
+                                                             "kept_from_store": earlier})
 
     def manifest(self, *, models: list[dict], results: Results, table: pd.DataFrame, started: str, finished: str,
                  command: Sequence[str] | None) -> dict:
@@ -198,7 +218,8 @@ class RunConfig:
                           "batch_size": self.batch_size, "dtype": options.dtype, "device": options.device,
                           "truncate": suite.truncate} if params is not None else
                          {"sampled": False, "batch_size": self.batch_size, "seed": self.seed, "device": options.device,
-                          "logprob_dtype": "float32", "truncate": None}),
+                          "logprob_dtype": "float32", "truncate": None})
+                        | ({"batch_size_auto": self.batch_auto} if self.batch_auto else {}),
             "scorers": [{"name": s.name, "version": s.version, "citation": s.citation,
                          "threshold": getattr(s, "threshold", None)} for s in self.scorers],
             "scorers_unavailable": list(self.unavailable),
@@ -216,7 +237,7 @@ class RunConfig:
 
 
 def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int = 100,
-        seed: int = 0, out: str | Path = "runs/nlgbias", batch_size: int = 120,
+        seed: int = 0, out: str | Path = "runs/nlgbias", batch_size: int | str = "auto",
         max_new_tokens: int | None = None, temperature: float | None = None, top_k: int | None = None,
         top_p: float | None = None, scorers: Sequence[str] | None = None,
         backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
@@ -236,8 +257,10 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     seed : int, default=0
     out : path
         Output folder; holds the run store, so rerunning the same call resumes it.
-    batch_size : int, default=120
-        Samples per generation batch (and per store transaction).
+    batch_size : int or "auto", default="auto"
+        Samples per generation batch (and per store transaction).  ``"auto"``: 120 on a CPU; on a
+        CUDA device sized from its free memory (:mod:`nlgbias.models.batching`), and on a rerun in
+        the same ``out`` the size the same settings ran with before.
     max_new_tokens, temperature, top_k, top_p : optional
         Override the suite's sampling defaults.
     scorers : sequence of str, optional
@@ -292,9 +315,10 @@ def _run_config(config: RunConfig, *, out: str | Path, quiet: bool, command: Seq
     for missing in config.unavailable:
         progress.note(f"Note: {missing['reason']}")
     out = prepare_out(out, force=force)
-    run_id = config.run_id
-    clock.lap("setup")
     with RunStore(out / "store.sqlite") as store:
+        config = config.keep_stored_batch_size(store)
+        run_id = config.run_id
+        clock.lap("setup")
         started = store.start_run(run_id, config.identity())
         by_id = {r.model_id: r for r in config.refs}
         loaded: dict[str, tuple] = {}  # model id -> (backend, its info stored by an earlier invocation)

@@ -30,6 +30,26 @@ SHARED_OPTIONS = {
 }
 
 
+class BatchSizeType(click.ParamType):
+    """``--batch-size``: a whole number or ``auto`` (its range is checked by :func:`nlgbias.validate.check_batch_size`)."""
+
+    name = "INTEGER|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        text = str(value).strip()
+        if text.lower() == "auto":
+            return "auto"
+        try:
+            return int(text)
+        except ValueError:
+            self.fail(f"{value!r} is not a whole number or auto.", param, ctx)
+
+
+BATCH_SIZE = BatchSizeType()
+
+
 def shared_options(*names: str, **changes: dict):
     """Stack the shared options ``names`` (model, samples, seed, out, quiet) on a command, in that order.
 
@@ -82,14 +102,17 @@ def cli() -> None:
 @cli.command()
 @click.argument("suite", default="sheng2019")
 @shared_options("model", "samples", "seed", "out", "quiet")
-@click.option("--batch-size", type=int, default=120, show_default=True, help="Samples per generation batch.")
+@click.option("--batch-size", type=BATCH_SIZE, default="auto", show_default=True,
+              help="Samples per generation batch of a local model: a number, or auto (120 on a CPU; on a GPU sized "
+                   "from its free memory, at most 1000). A local model's texts can depend on it, so its run id includes it.")
 @click.option("--max-new-tokens", type=int, default=None, help="New tokens per sample [suite default: 40].")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature; 0 = greedy [suite default: 0.7].")
 @click.option("--top-k", type=int, default=None, help="Top-k cut; 0 = off [suite default: 40].")
 @click.option("--top-p", type=float, default=None, help="Nucleus cut; 1 = off [suite default: 1.0].")
 @click.option("--scorer", "scorers", multiple=True, help="Scorers to use (repeatable) [default: the suite's].")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
-              help="Sampling precision of local models (bfloat16 is faster; texts then depend on --batch-size).")
+              help="Sampling precision of local models (bfloat16 is faster on CPUs with AVX-512 BF16, not on every "
+                   "GPU; its texts depend more on --batch-size).")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:1 ... (local models).")
 @click.option("--api-base", multiple=True, metavar="URL",
               help="Base URL of an OpenAI-compatible server [env NLGBIAS_API_BASE]. Several servers of the same "

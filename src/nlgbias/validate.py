@@ -115,12 +115,28 @@ def server_urls(value, where: str) -> list[str]:
     return urls
 
 
+def check_batch_size(value, *, flags: bool | None = None) -> None:
+    """``auto`` or a whole number from 1 to :data:`~nlgbias.models.batching.MAX_BATCH_SIZE`."""
+    from nlgbias.models.batching import AUTO, MAX_BATCH_SIZE
+
+    flags = _flags(flags)
+    if value == AUTO:
+        return
+    name, sep = _name("batch_size", flags), " " if flags else ""
+    if isinstance(value, str):
+        raise InputError(f"{name}{sep}{value!r}: must be a whole number of at least 1, or {AUTO}")
+    at_least(value, 1, "batch_size", flags=flags, why=f", or {AUTO}")
+    if value > MAX_BATCH_SIZE:
+        raise InputError(f"{name}{sep}{value}: must be at most {MAX_BATCH_SIZE:,} (no device holds a larger batch); "
+                         f"{AUTO} sizes it from free GPU memory")
+
+
 def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device, concurrency, timeout,
                       max_retries, api_base=None, models=(), cooldown=60.0, flags: bool | None = None) -> None:
     """Every numeric and device option of a run, checked before anything loads."""
     flags = _flags(flags)
     at_least(samples, 1, "samples", flags=flags)
-    at_least(batch_size, 1, "batch_size", flags=flags)
+    check_batch_size(batch_size, flags=flags)
     at_least(n_boot, 100, "n_boot", flags=flags, why=" bootstrap replicates")
     _number(confidence, "confidence", flags, whole=False)
     if not 0 < confidence < 1:
@@ -141,4 +157,4 @@ def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device,
             check_url(spec.partition("@")[2], f"--model {spec}" if flags else f"models=[{spec!r}]")
 
 
-__all__ = ["at_least", "check_device", "check_url", "check_run_options", "server_urls", "within"]
+__all__ = ["at_least", "check_batch_size", "check_device", "check_url", "check_run_options", "server_urls", "within"]

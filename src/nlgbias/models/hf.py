@@ -2,16 +2,18 @@
 
 Sampling is our own loop over the model's forward pass (with its KV cache) rather than
 ``model.generate``: each row draws its tokens from its own pre-computed uniforms (seeded per
-sample), so a sample's text does not depend on which other prompts share its batch, the batch
-size, or whether the run was interrupted.  Rows are left-padded; position ids follow the
-attention mask, as in ``generate``.
+sample), so a sample's random draws do not depend on which other prompts share its batch, the
+batch size, or whether the run was interrupted (its text can, rarely, through rounding: below).
+Rows are left-padded; position ids follow the attention mask, as in ``generate``.
 
 Log-probabilities are always computed in float32, with right padding.  Sampling runs in
-float32 by default, where a sample's text is the same whatever batch it is in.
-``dtype="bfloat16"`` samples from a bfloat16 copy of the model, about 1.7x faster on CPUs with
-native bfloat16; its rounding then depends on the batch's shape, so texts are reproducible for
-the same ``--batch-size`` (the run store regenerates whole batches on resume) but not across
-batch sizes.
+float32 by default.  The logits' rounding can depend on the batch's shape (on a GPU the matrix
+kernels change with it), and rarely that tips a near-tie between two tokens: 8 of 6,000 texts
+differed between batch 120 and 1,000 in float32 on an H100.  ``dtype="bfloat16"`` samples from a
+bfloat16 copy of the model, about 1.7x faster on CPUs with native bfloat16 (slower than float32
+on an H100 for the default model, see docs/benchmarks.md); its texts depend on the batch's shape
+more often.  Texts are reproducible for the same ``--batch-size`` in either dtype (the run store
+regenerates whole batches on resume), which is why the run id includes it.
 """
 
 from __future__ import annotations

@@ -120,6 +120,11 @@ class RunStore:
                         (run_id, json.dumps(config, sort_keys=True), now()))
         return self.db.execute("SELECT started_at FROM runs WHERE run_id=?", (run_id,)).fetchone()[0]
 
+    def runs(self) -> list[tuple[str, dict]]:
+        """Every run recorded here: ``(run id, the configuration it was started with)``, oldest first."""
+        rows = self.db.execute("SELECT run_id, config FROM runs ORDER BY started_at, rowid").fetchall()
+        return [(run_id, json.loads(config)) for run_id, config in rows]
+
     def finish_run(self, run_id: str) -> str:
         """Set the finish time the first time a run completes; return it."""
         self.db.execute("UPDATE runs SET finished_at=? WHERE run_id=? AND finished_at IS NULL", (now(), run_id))
