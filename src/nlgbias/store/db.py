@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -103,7 +104,7 @@ class RunStore:
             if row is None:
                 self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as exc:
-            if _out_of_space(exc):
+            if _out_of_space(exc, self.path):
                 raise _full(self.path) from None
             raise StoreError(f"{self.path}: not a usable nlgbias store ({exc})") from None
         if row is not None and int(row[0]) != SCHEMA_VERSION:
@@ -246,7 +247,7 @@ class _Transaction:
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            if _out_of_space(exc):
+            if _out_of_space(exc, self.path):
                 raise _full(self.path) from None
             raise
 
@@ -259,7 +260,7 @@ class _Transaction:
                 exc = commit_error
         if self.db.in_transaction:
             self.db.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.OperationalError) and _out_of_space(exc):
+        if isinstance(exc, sqlite3.OperationalError) and _out_of_space(exc, self.path):
             raise _full(self.path) from None
         if exc_type is None:
             raise exc
@@ -268,12 +269,20 @@ class _Transaction:
 SQLITE_FULL, SQLITE_IOERR = 13, 10
 
 
-def _out_of_space(exc: sqlite3.Error) -> bool:
-    """Whether SQLite failed for want of disk space (or could not write at all)."""
+def _out_of_space(exc: sqlite3.Error, path: str | None = None) -> bool:
+    """Whether SQLite failed for want of disk space: its own code says so, or (opening a store in
+    WAL mode on a full disk reads as "malformed") the folder of ``path`` has under 1 MiB free."""
     code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (SQLITE_FULL, SQLITE_IOERR)
-    return "disk is full" in str(exc) or "disk I/O error" in str(exc)
+    if code is not None and code & 0xFF in (SQLITE_FULL, SQLITE_IOERR):
+        return True
+    if "disk is full" in str(exc) or "disk I/O error" in str(exc):
+        return True
+    if path is None or path == ":memory:":
+        return False
+    try:
+        return shutil.disk_usage(Path(path).parent).free < 1 << 20
+    except OSError:
+        return False
 
 
 def _full(path: str) -> StoreError:
@@ -289,17 +298,21 @@ def _create(path: Path) -> None:
     new).  Leftovers of a process killed while creating one are removed.
     """
     for stale in path.parent.glob(f".{path.name}.new-*"):
-        pid = stale.name.rpartition("-")[2]
+        pid = stale.name[len(f".{path.name}.new-"):].partition("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
             stale.unlink(missing_ok=True)
     staging = path.with_name(f".{path.name}.new-{os.getpid()}")
     staging.unlink(missing_ok=True)
     try:
-        db = sqlite3.connect(staging, isolation_level=None)
+        db = sqlite3.connect(staging, isolation_level=None)  # a rollback journal: nothing stays in a WAL file
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            db.executescript(f"BEGIN; {SCHEMA} INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;")
+        finally:
+            db.close()
+        db = sqlite3.connect(staging, isolation_level=None)
+        try:  # every byte of it on disk and readable, or no store at all
+            if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+                raise sqlite3.OperationalError("disk I/O error")
         finally:
             db.close()
         try:
@@ -309,14 +322,14 @@ def _create(path: Path) -> None:
         except OSError:  # a file system without hard links
             if not path.exists():
                 os.rename(staging, path)
-    except sqlite3.OperationalError as exc:
-        if _out_of_space(exc):
+    except sqlite3.DatabaseError as exc:
+        if _out_of_space(exc, str(path)):
             raise _full(str(path)) from None
         raise StoreError(f"{path}: cannot create the run store ({exc})") from None
     except OSError as exc:
         raise StoreError(f"{path}: cannot create the run store ({exc.strerror or exc})") from None
     finally:
-        for leftover in (staging, staging.with_name(staging.name + "-wal"), staging.with_name(staging.name + "-shm")):
+        for leftover in (staging, staging.with_name(staging.name + "-journal")):
             with contextlib.suppress(OSError):
                 leftover.unlink()
 

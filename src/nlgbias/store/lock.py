@@ -76,8 +76,9 @@ def hold_folder(folder: str | Path, *, command: Sequence[str] | None = None) -> 
         yield path
         return
     try:
-        os.ftruncate(handle, 0)
-        os.write(handle, f"{os.getpid()}\n{command_text(command)}\n".encode("utf-8"))
+        with contextlib.suppress(OSError):  # who holds it is for messages only (a full disk may refuse it)
+            os.ftruncate(handle, 0)
+            os.write(handle, f"{os.getpid()}\n{command_text(command)}\n".encode("utf-8"))
         yield path
     finally:
         with contextlib.suppress(OSError):
