@@ -20,10 +20,13 @@ class FakeServer:
     ``logprobs=False`` omits log-probabilities.  ``delay`` seconds pass before every normal answer;
     with ``capacity``, at most that many requests are worked on at once and the rest wait (a GPU
     server whose batch is full).  An answer is a function of (prompt, seed) only, so
-    several servers answer a request alike.
+    several servers answer a request alike.  With ``gate`` (a ``threading.Event``), normal answers
+    wait until it is set: a client stays in the middle of its run as long as a test needs.
     """
 
-    def __init__(self, script=(), *, logprobs: bool = True, delay: float = 0.0, capacity: int | None = None) -> None:
+    def __init__(self, script=(), *, logprobs: bool = True, delay: float = 0.0, capacity: int | None = None,
+                 gate: threading.Event | None = None) -> None:
+        self.gate = gate
         self.script = list(script)
         self.logprobs = logprobs
         self.delay = delay
@@ -98,6 +101,8 @@ class FakeServer:
             return
         if kind == "sleep":
             time.sleep(action[1])
+        if self.gate is not None:
+            self.gate.wait(timeout=50)
         if self.delay:
             with self.slots or contextlib.nullcontext():
                 time.sleep(self.delay)

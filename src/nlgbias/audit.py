@@ -47,11 +47,12 @@ from nlgbias.sampling import SamplingParams
 from nlgbias.scorers import get_scorer
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
 from nlgbias.store.export import details_as_objects
+from nlgbias.store.lock import hold_folder
 from nlgbias.generate import fill_generations
 from nlgbias.store.cache import fill_scores
 from nlgbias.suites import Suite, attribute_names, expand_suite, load_suite
 from nlgbias.text import mask_group, truncate
-from nlgbias.validate import check_run_options
+from nlgbias.validate import check_out_folder, check_run_options
 
 FIRST_OUTPUTS = ("samples.parquet", "samples.jsonl", "metrics.json")
 LAST_OUTPUTS = ("report.html", "manifest.json")
@@ -305,6 +306,7 @@ def run_config(config: RunConfig, *, out: str | Path, quiet: bool = False, comma
     probabilities), then its analyses, then the outputs.  With ``ray``, on a Ray pool."""
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(RayPool(ray)) if ray is not None else None  # connects before --out is touched
+        stack.enter_context(hold_folder(make_out(out), command=command))  # one run per folder, before it is read
         return _run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force, pool=pool)
 
 
@@ -590,13 +592,25 @@ def _load_scorers(names: Sequence[str]):
     return active, unavailable
 
 
+def make_out(out: str | Path) -> Path:
+    """Create the output folder (nothing inside it), or say in one line why it cannot be used."""
+    out = check_out_folder(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{option('--out', str(out))}: cannot create or write this folder ({exc.strerror or exc})") from None
+    return out
+
+
 def prepare_out(out: str | Path, *, force: bool = False) -> Path:
     """Create the output folder, or say in one line why it cannot be used.
 
     A run store truncated to 0 bytes (a full disk, a bad copy) is refused unless ``force``:
     it may have held the only copy of expensive samples, so starting over is the user's call.
+    (A store being created is never seen at 0 bytes: :class:`RunStore` creates it under another
+    name and moves it into place whole, and only the run holding the folder's lock opens it.)
     """
-    out = Path(out)
+    out = check_out_folder(out)
     store = out / "store.sqlite"
     if store.is_file() and store.stat().st_size == 0:
         if not force:

@@ -667,7 +667,7 @@ def main(argv: list[str] | None = None) -> None:
         with command_line_wording():
             cli.main(args=argv, prog_name="nlgbias", standalone_mode=False)
     except NlgbiasError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {one_line(exc)}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except click.UsageError as exc:
         if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
@@ -687,3 +687,24 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
+    except OSError as exc:  # the machine's state, not a bug: a full disk, a folder without write permission
+        click.echo(f"Error: {one_line(os_error_text(exc))}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def one_line(message) -> str:
+    """A message as one line, with credentials of any URL in it hidden (:func:`nlgbias.urls.redact`)."""
+    from nlgbias.urls import redact
+
+    return redact(str(message).replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
+
+
+def os_error_text(exc: OSError) -> str:
+    """``<file>: <what>`` for an operating-system error no command turned into a message of its own."""
+    from nlgbias.store.export import out_of_space
+
+    where = exc.filename if exc.filename is not None else "nlgbias"
+    what = exc.strerror or str(exc)
+    if out_of_space(exc):
+        what = "disk full (no space left on device); free space and rerun the same command"
+    return f"{where}: {what}"

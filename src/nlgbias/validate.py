@@ -8,11 +8,15 @@ the command-line flags (``--timeout``), ``flags=False`` the Python keywords (``t
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import re
+import tempfile
+from pathlib import Path
 from urllib.parse import urlsplit
 
-from nlgbias.errors import InputError, command_line
+from nlgbias.errors import InputError, command_line, option
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:[0-9]+)?)$")
 
@@ -79,11 +83,18 @@ def check_device(device: str, *, flags: bool | None = None) -> None:
 
 
 def check_url(url: str, where: str) -> None:
-    """A server base URL must be ``http://HOST...`` or ``https://HOST...``."""
-    parts = urlsplit(url)
+    """A server base URL must be ``http://HOST...`` or ``https://HOST...``, without credentials
+    (``user:key@``: the key goes in the variable named by ``--api-key-env``)."""
+    from nlgbias.urls import redact, refuse_credentials
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        parts = urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InputError(f"{where}: {url!r} is not a server URL; write it with its scheme, e.g. "
+        raise InputError(f"{redact(where)}: {redact(url)!r} is not a server URL; write it with its scheme, e.g. "
                          f"http://127.0.0.1:8000/v1")
+    refuse_credentials(url, where)
 
 
 def server_urls(value, where: str) -> list[str]:
@@ -102,7 +113,9 @@ def server_urls(value, where: str) -> list[str]:
     for text in values:
         items = [item.strip() for item in text.split(",")]
         if "" in items:
-            raise InputError(f"{where}: {text!r} has an empty item; separate server URLs with single commas, e.g. "
+            from nlgbias.urls import redact
+
+            raise InputError(f"{where}: {redact(text)!r} has an empty item; separate server URLs with single commas, e.g. "
                              f"http://127.0.0.1:8000/v1,http://127.0.0.1:8001/v1")
         for url in items:
             check_url(url, where)
@@ -131,6 +144,61 @@ def check_batch_size(value, *, flags: bool | None = None) -> None:
                          f"{AUTO} sizes it from free GPU memory")
 
 
+def check_out_folder(out, *, flag: str = "--out", keyword: str | None = None) -> Path:
+    """An output folder as ``Path``, checked without creating anything: given (not ``""``), no NUL
+    character, not a file, and writable (or creatable: its nearest existing parent is a writable folder).
+
+    >>> check_out_folder("")
+    Traceback (most recent call last):
+    ...
+    nlgbias.errors.InputError: out='': give a folder (an empty value would mean the current folder)
+    """
+    name = option(flag, repr(out) if isinstance(out, str) and not out.strip() else out, keyword=keyword)
+    if not isinstance(out, (str, os.PathLike)):
+        raise InputError(f"{option(flag, keyword=keyword)}: {out!r} is not a folder path")
+    text = os.fspath(out)
+    if not str(text).strip():
+        raise InputError(f"{name}: give a folder (an empty value would mean the current folder)")
+    if "\0" in str(text):
+        raise InputError(f"{option(flag, keyword=keyword)}: {str(text)!r} contains a NUL character")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{option(flag, str(path), keyword=keyword)}: is a file; give a folder")
+    probe_in = path
+    while not probe_in.exists() and probe_in != probe_in.parent:
+        probe_in = probe_in.parent
+    try:
+        if not probe_in.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, f"{probe_in} is a file")
+        handle, probe = tempfile.mkstemp(dir=probe_in, prefix=".nlgbias-write-test-")
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"{option(flag, str(path), keyword=keyword)}: cannot create or write this folder "
+                         f"({exc.strerror or exc})") from None
+    return path
+
+
+def check_out_file(out, *, flag: str = "--out", keyword: str | None = None, what: str = "file name") -> Path:
+    """An output file as ``Path``, checked without creating anything: given, no NUL, not a folder,
+    and its folder writable or creatable (:func:`check_out_folder`)."""
+    if not isinstance(out, (str, os.PathLike)) or not str(os.fspath(out)).strip():
+        raise InputError(f"{option(flag, repr(out) if isinstance(out, str) else out, keyword=keyword)}: "
+                         f"give a {what}")
+    text = str(os.fspath(out))
+    if "\0" in text:
+        raise InputError(f"{option(flag, keyword=keyword)}: {text!r} contains a NUL character")
+    path = Path(text)
+    if path.is_dir():
+        raise InputError(f"{option(flag, str(path), keyword=keyword)}: is a folder; give a {what}")
+    try:
+        check_out_folder(path.parent, flag=flag, keyword=keyword)
+    except InputError:
+        raise InputError(f"{option(flag, str(path), keyword=keyword)}: cannot write here (its folder "
+                         f"{path.parent} cannot be created or written)") from None
+    return path
+
+
 def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device, concurrency, timeout,
                       max_retries, api_base=None, models=(), cooldown=60.0, flags: bool | None = None) -> None:
     """Every numeric and device option of a run, checked before anything loads."""
@@ -157,4 +225,5 @@ def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device,
             check_url(spec.partition("@")[2], f"--model {spec}" if flags else f"models=[{spec!r}]")
 
 
-__all__ = ["at_least", "check_batch_size", "check_device", "check_url", "check_run_options", "server_urls", "within"]
+__all__ = ["at_least", "check_batch_size", "check_device", "check_out_file", "check_out_folder", "check_url",
+           "check_run_options", "server_urls", "within"]

@@ -23,7 +23,10 @@ The store is the source of truth; Parquet, JSON and HTML outputs are rebuilt fro
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -90,17 +93,21 @@ class RunStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        if self.path != ":memory:" and not os.path.exists(self.path):
+            _create(Path(self.path))
         try:
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as exc:
+            if _out_of_space(exc, self.path):
+                raise _full(self.path) from None
             raise StoreError(f"{self.path}: not a usable nlgbias store ({exc})") from None
-        if row is None:
-            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
+        if row is not None and int(row[0]) != SCHEMA_VERSION:
             raise StoreError(f"{self.path}: store schema {row[0]}, this nlgbias reads {SCHEMA_VERSION}; use a new --out")
 
     def close(self) -> None:
@@ -116,8 +123,9 @@ class RunStore:
 
     def start_run(self, run_id: str, config: dict) -> str:
         """Record a run (first start only); return its first start time."""
-        self.db.execute("INSERT OR IGNORE INTO runs (run_id, config, started_at) VALUES (?, ?, ?)",
-                        (run_id, json.dumps(config, sort_keys=True), now()))
+        with self._transaction():
+            self.db.execute("INSERT OR IGNORE INTO runs (run_id, config, started_at) VALUES (?, ?, ?)",
+                            (run_id, json.dumps(config, sort_keys=True), now()))
         return self.db.execute("SELECT started_at FROM runs WHERE run_id=?", (run_id,)).fetchone()[0]
 
     def runs(self) -> list[tuple[str, dict]]:
@@ -127,7 +135,8 @@ class RunStore:
 
     def finish_run(self, run_id: str) -> str:
         """Set the finish time the first time a run completes; return it."""
-        self.db.execute("UPDATE runs SET finished_at=? WHERE run_id=? AND finished_at IS NULL", (now(), run_id))
+        with self._transaction():
+            self.db.execute("UPDATE runs SET finished_at=? WHERE run_id=? AND finished_at IS NULL", (now(), run_id))
         return self.db.execute("SELECT finished_at FROM runs WHERE run_id=?", (run_id,)).fetchone()[0]
 
     # -- models -------------------------------------------------------------------------
@@ -218,7 +227,7 @@ class RunStore:
     # -- helpers ------------------------------------------------------------------------
 
     def _transaction(self):
-        return _Transaction(self.db)
+        return _Transaction(self.db, self.path)
 
 
 def _json_default(value):
@@ -229,13 +238,112 @@ def _json_default(value):
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception.
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    A full disk (SQLite's ``SQLITE_FULL``, or an I/O error) becomes one :class:`StoreError` line:
+    the transaction is rolled back, and everything committed before it stays in the store.
+    """
+
+    def __init__(self, db: sqlite3.Connection, path: str = ":memory:") -> None:
         self.db = db
+        self.path = path
 
     def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if _out_of_space(exc, self.path):
+                raise _full(self.path) from None
+            raise
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            try:
+                self.db.execute("COMMIT")
+                return
+            except sqlite3.OperationalError as commit_error:
+                exc = commit_error
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError) and _out_of_space(exc, self.path):
+            raise _full(self.path) from None
+        if exc_type is None:
+            raise exc
+
+
+SQLITE_FULL, SQLITE_IOERR = 13, 10
+
+
+def _out_of_space(exc: sqlite3.Error, path: str | None = None) -> bool:
+    """Whether SQLite failed for want of disk space: its own code says so, or (opening a store in
+    WAL mode on a full disk reads as "malformed") the folder of ``path`` has under 1 MiB free."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (SQLITE_FULL, SQLITE_IOERR):
+        return True
+    if "disk is full" in str(exc) or "disk I/O error" in str(exc):
+        return True
+    if path is None or path == ":memory:":
+        return False
+    try:
+        return shutil.disk_usage(Path(path).parent).free < 1 << 20
+    except OSError:
+        return False
+
+
+def _full(path: str) -> StoreError:
+    folder = Path(path).parent
+    return StoreError(f"{folder}: disk full (no space left on device) while writing the run store {Path(path).name}; "
+                      f"everything stored before is kept: free space, then rerun the same command to resume")
+
+
+def _create(path: Path) -> None:
+    """Create an empty store at ``path`` whole: built under another name, then moved into place.
+
+    So ``path`` never exists at 0 bytes because it is being created (a 0-byte store was lost, not
+    new).  Leftovers of a process killed while creating one are removed.
+    """
+    for stale in path.parent.glob(f".{path.name}.new-*"):
+        pid = stale.name[len(f".{path.name}.new-"):].partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            stale.unlink(missing_ok=True)
+    staging = path.with_name(f".{path.name}.new-{os.getpid()}")
+    staging.unlink(missing_ok=True)
+    try:
+        db = sqlite3.connect(staging, isolation_level=None)  # a rollback journal: nothing stays in a WAL file
+        try:
+            db.executescript(f"BEGIN; {SCHEMA} INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;")
+        finally:
+            db.close()
+        db = sqlite3.connect(staging, isolation_level=None)
+        try:  # every byte of it on disk and readable, or no store at all
+            if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+                raise sqlite3.OperationalError("disk I/O error")
+        finally:
+            db.close()
+        try:
+            os.link(staging, path)  # fails if another process put a store there meanwhile: that one is kept
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.rename(staging, path)
+    except sqlite3.DatabaseError as exc:
+        if _out_of_space(exc, str(path)):
+            raise _full(str(path)) from None
+        raise StoreError(f"{path}: cannot create the run store ({exc})") from None
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot create the run store ({exc.strerror or exc})") from None
+    finally:
+        for leftover in (staging, staging.with_name(staging.name + "-journal")):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, but not ours to signal
+        return True
+    return True

@@ -5,6 +5,7 @@ A run killed while writing never leaves a half-written output; the next run rebu
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -14,19 +15,32 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from nlgbias.errors import StoreError
+
 
 def _atomic(path: Path, write: Callable[[str], object]) -> Path:
     path = Path(path)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
+    tmp = None
     try:
+        handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(handle)
         write(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except OSError as exc:
+        if not out_of_space(exc):
+            raise
+        raise StoreError(f"{path.parent}: disk full (no space left on device) while writing {path.name}; "
+                         f"the file was left as it was: free space, then rerun the same command") from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def out_of_space(exc: BaseException) -> bool:
+    """Whether an error means the disk (or the user's quota) is full."""
+    return getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left on device" in str(exc)
 
 
 def _umask() -> int:
