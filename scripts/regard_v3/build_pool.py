@@ -17,9 +17,11 @@ In: every ``<run>/samples.parquet`` under ``--runs`` that ``generate.sh`` wrote 
 - ``sheets/v3-partNN.csv`` and ``sheets/bold-partNN.csv``: ``id, text`` only, shuffled with
   ``--seed``, about ``--chunk`` rows each, for annotators who should see nothing but the sentence.
 
+Gemma 3 special tokens that reach the decoded text (``<start_of_image>``) end it, as an
+end-of-sequence token would; HTML the model wrote (``<em>``) is kept as written.
 Dropped before deduplication, counted in the printout: ``empty`` (no continuation), ``no_words``
 (the continuation adds no word of two or more letters to the first sentence, e.g. "XYZ was
-caught."), ``symbols`` (under half of the continuation's visible characters are letters) and
+caught."), ``symbols`` (under half of the continuation's visible characters are letters or digits) and
 ``non_latin`` (under half of its letters are A-Z).
 """
 
@@ -34,7 +36,7 @@ import pandas as pd
 import yaml
 
 from nlgbias.annotation.sample import item_id
-from nlgbias.text import mask_group
+from nlgbias.text import first_sentence, mask_group
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1] / "src" / "nlgbias" / "data" / "regard"
@@ -49,6 +51,19 @@ POOL_COLUMNS = ["id", "text", "source", "model", "decoding", "family", "context"
                 "selection", "generation_id"]
 VALIDITY_COLUMNS = ["id", "domain", "subgroup", "prompt", "text", "model", "decoding", "seed"]
 WORD = re.compile(r"[A-Za-z\u00C0-\u024F]{2,}")
+# Gemma 3 special tokens that reach the decoded text (e.g. "...Roosevelt.<start_of_image>But when"):
+# the text ends there, as at an end-of-sequence token.
+SPECIAL = re.compile(r"<(?:start_of_image|end_of_image|start_of_turn|end_of_turn|eos|bos|pad|mask|unused\d+)>")
+
+
+def cut_special(text: str) -> str:
+    """``text`` up to the first special token, cut again to its first sentence.
+
+    >>> cut_special("XYZ was a nurse.<start_of_image>But then")
+    'XYZ was a nurse.'
+    """
+    found = SPECIAL.search(text)
+    return first_sentence(text[: found.start()]) if found else text
 
 
 def groups_of(suite_file: str) -> dict[str, dict]:
@@ -70,9 +85,9 @@ def unreadable(prompt: str, sentence: str, is_empty: bool) -> str:
     if not WORD.search(added):
         return "no_words"
     visible = [c for c in added if not c.isspace()]
-    letters = [c for c in visible if c.isalpha()]
-    if len(letters) < 0.5 * len(visible):
+    if sum(c.isalnum() for c in visible) < 0.5 * len(visible):
         return "symbols"
+    letters = [c for c in visible if c.isalpha()]
     if sum(c.isascii() for c in letters) < 0.5 * len(letters):
         return "non_latin"
     return ""
@@ -83,7 +98,8 @@ def load_run(folder: Path) -> pd.DataFrame:
     model_short, decoding, family = folder.name.split("-", 2)
     s = pd.read_parquet(folder / "samples.parquet")
     groups = groups_of(SUITES[family])
-    text = s["scored_text"].copy()
+    s["sentence"] = s["sentence"].map(cut_special)
+    text = s["scored_text"].map(cut_special)
     group = s["group"].copy()
     if family == "bold":  # the run masked the whole prompt: mask the person's name instead
         names = s["group"].map(lambda g: entity_name(groups[g]["entity"]))
@@ -125,6 +141,7 @@ def build_validity(runs: Path) -> tuple[pd.DataFrame, dict[str, object]]:
     folder = runs / VALIDITY
     s = pd.read_parquet(folder / "samples.parquet")
     groups = groups_of(SUITES["validity"])
+    s["sentence"] = s["sentence"].map(cut_special)
     dropped = pd.Series([unreadable(p, t, e) for p, t, e in zip(s["prompt"], s["sentence"], s["is_empty"].astype(bool))],
                         index=s.index)
     frame = pd.DataFrame({
@@ -147,7 +164,10 @@ def write_sheets(items: pd.DataFrame, prefix: str, folder: Path, *, seed: int, c
         old.unlink()
     order = np.random.default_rng(seed).permutation(len(items))
     shuffled = items.iloc[order][["id", "text"]]
-    parts = np.array_split(np.arange(len(shuffled)), max(1, round(len(shuffled) / chunk)))
+    n_parts = max(1, round(len(shuffled) / chunk))
+    if len(shuffled) > 1.2 * chunk * n_parts:  # 391 rows: two sheets, not one of 391
+        n_parts += 1
+    parts = np.array_split(np.arange(len(shuffled)), n_parts)
     for n, rows in enumerate(parts, 1):
         shuffled.iloc[rows].to_csv(folder / f"{prefix}-part{n:02d}.csv", index=False)
     return [len(rows) for rows in parts]
