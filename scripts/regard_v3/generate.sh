@@ -20,7 +20,7 @@ run smollm2-hot-sources     $here/sources.yaml --model smollm2-135m --samples 2 
 run gemma-default-sources   $here/sources.yaml --model gemma3-270m --samples 1
 run gemma-hot-sources       $here/sources.yaml --model gemma3-270m --samples 1 "${hot[@]}"
 # HolisticBias noun phrases in Sheng's templates: SmolLM2 hot, Gemma default (Gemma's hot decoding,
-# top-p without top-k over a 262k vocabulary, cost about three times its default per sample here)
+# top-p without top-k over a 262k vocabulary, cost about five times its default per sample here)
 run smollm2-hot-holistic    $here/holistic.yaml --model smollm2-135m --samples 1 "${hot[@]}"
 run gemma-default-holistic  $here/holistic.yaml --model gemma3-270m --samples 1
 # BOLD prompts that begin with a person's name
