@@ -14,10 +14,10 @@ __version__ = "0.1.0"
 from nlgbias.errors import NlgbiasError  # noqa: E402
 from nlgbias.suites import expand_suite, load_suite, list_suites  # noqa: E402
 from nlgbias.scorers import score  # noqa: E402
-from nlgbias.audit import run  # noqa: E402
-from nlgbias.distributed import RayOptions  # noqa: E402
-from nlgbias.planning import plan  # noqa: E402
-from nlgbias.combine import report_runs  # noqa: E402
+from nlgbias.pipeline.audit import run  # noqa: E402
+from nlgbias.pipeline.distributed import RayOptions  # noqa: E402
+from nlgbias.pipeline.planning import plan  # noqa: E402
+from nlgbias.pipeline.combine import report_runs  # noqa: E402
 
 
 def compare_regard(texts_a, texts_b, *, n_boot: int = 2000, seed: int = 0):

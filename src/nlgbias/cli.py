@@ -141,7 +141,7 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
         \b
         nlgbias run sheng2019 --samples 1000 --ray-address auto --worker-cpus 4 --out runs/big
     """
-    from nlgbias.audit import run as run_audit
+    from nlgbias.pipeline.audit import run as run_audit
     from nlgbias.models import BackendOptions
 
     from nlgbias.report.export import export_formats
@@ -167,8 +167,8 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
 
 
 def ray_options(use_ray: bool, address: str | None, **pool):
-    """``--ray``/``--ray-address`` and the pool flags as :class:`~nlgbias.distributed.RayOptions` (None: no Ray)."""
-    from nlgbias.distributed import RayOptions
+    """``--ray``/``--ray-address`` and the pool flags as :class:`~nlgbias.pipeline.distributed.RayOptions` (None: no Ray)."""
+    from nlgbias.pipeline.distributed import RayOptions
 
     given = {name: value for name, value in pool.items() if value is not None}
     if not use_ray and address is None:
@@ -259,7 +259,7 @@ def plan(suite, mde, power, base_rate, models, scorers, run_folder) -> None:
 
         nlgbias plan sheng2019 --mde 5 --power 0.8 --base-rate 0.2
     """
-    from nlgbias.planning import plan as make_plan
+    from nlgbias.pipeline.planning import plan as make_plan
 
     result = make_plan(suite, mde=mde, power=power, base_rate=base_rate, models=max(len(models), 1),
                        scorers=list(scorers) or None, run_folder=run_folder, flags=True)
@@ -369,7 +369,7 @@ def report(runs, out, min_n, confidence, title, exports) -> None:
     if formats:
         raise InputError(f"--export {','.join(formats)}: exports one run folder at a time; run "
                          f"`nlgbias report RUN --export {','.join(formats)}` for each run")
-    from nlgbias.combine import report_runs
+    from nlgbias.pipeline.combine import report_runs
 
     combined = report_runs(runs, out=out, min_n=min_n, confidence=confidence, title=title)
     click.echo(f"{len(runs)} runs in {len(combined.parts)} part{'s' if len(combined.parts) > 1 else ''} "
@@ -507,7 +507,7 @@ def ablate(suite, models, samples, seed, out, quiet, top_k, temperature) -> None
         \b
         nlgbias ablate kirk2021-identity --top-k 10,50,0 --temperature 0.7,1.0 --samples 100 --out runs/ablation
     """
-    from nlgbias.ablation import decoding_grid, parse_grid
+    from nlgbias.pipeline.ablation import decoding_grid, parse_grid
     from nlgbias.validate import at_least
 
     at_least(samples, 1, "samples")

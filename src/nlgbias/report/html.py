@@ -120,10 +120,10 @@ def runs_context(runs: pd.DataFrame, settings: Sequence[str]) -> dict:
 
 
 def render_runs_report(combined) -> str:
-    """One HTML page over several runs (a :class:`nlgbias.combine.Combined`): with one part, that part's
+    """One HTML page over several runs (a :class:`nlgbias.pipeline.combine.Combined`): with one part, that part's
     report with the runs table first; with several, a heading and the runs table, then each part's
     report body under its own heading."""
-    from nlgbias.combine import SETTINGS
+    from nlgbias.pipeline.combine import SETTINGS
 
     runs = runs_context(combined.runs, SETTINGS)
     parts = combined.parts

@@ -1,6 +1,6 @@
 """The score cache: score only the texts the store has no score for (by text hash and scorer version).
 
-Generation is filled by the run layer (:mod:`nlgbias.generate`); the store only stores.
+Generation is filled by the run layer (:mod:`nlgbias.pipeline.generate`); the store only stores.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def fill_scores(texts: Sequence[str], scorer, store: RunStore, *, batch_size: in
     """Score the texts the store has no score for, ``batch_size`` per transaction; return every text's score.
 
     ``remote(scorer, chunks) -> iterator of (chunk index, scored table)`` scores the chunks
-    elsewhere, in any order (:meth:`nlgbias.distributed.RayPool.score`), when there are at least two
+    elsewhere, in any order (:meth:`nlgbias.pipeline.distributed.RayPool.score`), when there are at least two
     (for one chunk, starting workers costs more than it saves); this process still stores them.
 
     Returns

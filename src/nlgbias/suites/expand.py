@@ -68,10 +68,10 @@ def suite_prompts(suite: Suite) -> pd.DataFrame:
     """Every prompt a run of ``suite`` sends, whatever its kind (``prompt_id, prompt``, ...).
 
     Generation suites: :func:`expand_suite`.  Pronoun suites: their prompt sets with every
-    perturbation (see :func:`nlgbias.probabilities.pronoun_prompts`).
+    perturbation (see :func:`nlgbias.probes.pronouns.stage.pronoun_prompts`).
     """
     if suite.kind == "pronoun":
-        from nlgbias.probabilities import pronoun_prompts
+        from nlgbias.probes.pronouns.stage import pronoun_prompts
 
         return pronoun_prompts(suite)
     return expand_suite(suite)

@@ -1,7 +1,7 @@
 """The probability stage of a pronoun suite (``kind: pronoun``): prompts -> next-word probabilities.
 
 No text is sampled: for every prompt the model's next-word probabilities of the suite's pronouns
-are read (:mod:`nlgbias.probes.pronouns`), with the model's certainty from the same pass, the
+are read (:mod:`nlgbias.probes.pronouns.probabilities`), with the model's certainty from the same pass, the
 saliency of the profession for a seeded subset of prompts, and the default behaviour after the
 start token alone.  Each batch of prompts is stored in the run store as it completes, so a killed
 run resumes where it stopped.  The ``pronouns`` analysis (:mod:`nlgbias.analyses`) reads the tables.
@@ -42,7 +42,7 @@ def pronoun_prompts(suite: Suite) -> pd.DataFrame:
         ``prompt_id, prompt_set, template_id, profession, perturbation, prompt, word`` (``word``:
         the profession word in the prompt for saliency; None for Delete).
     """
-    from nlgbias.probes.pronouns import expand_templates, perturbations
+    from nlgbias.probes.pronouns.probabilities import expand_templates, perturbations
 
     frames = []
     for entry in suite.probe["prompt_sets"]:
@@ -108,7 +108,7 @@ def probability_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, con
     Server models: the server's prompt log-probabilities, one request per (prompt, word); no
     certainty columns (NaN).
     """
-    from nlgbias.probes.pronouns import continuation_probabilities
+    from nlgbias.probes.pronouns.probabilities import continuation_probabilities
 
     words = [" " + c for c in continuations]
 
@@ -141,7 +141,7 @@ def saliency_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, per_se
                    progress) -> pd.DataFrame:
     """Saliency of the profession word and of the last token for a seeded subset of Orig prompts
     (local models only: servers return no gradients)."""
-    from nlgbias.probes.pronouns import saliency
+    from nlgbias.probes.pronouns.probabilities import saliency
 
     orig = prompts[prompts["perturbation"] == "orig"]
     picked = pd.concat([cell.sample(n=min(per_set, len(cell)), random_state=seed)
@@ -162,7 +162,7 @@ def saliency_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, per_se
 
 def default_table(refs, store: RunStore, *, load, continuations: list[str]) -> pd.DataFrame:
     """Probabilities of the pronouns as the first word after the start token alone, per model."""
-    from nlgbias.probes.pronouns import start_token_probabilities
+    from nlgbias.probes.pronouns.probabilities import start_token_probabilities
 
     rows = []
     for ref in refs:

@@ -313,7 +313,7 @@ def _gender_direction(tables: RunTables, options: AnalysisOptions) -> Results:
 def _pronouns(tables: RunTables, options: AnalysisOptions) -> Results:
     """The measures of the pronoun probe as named tables (Tables 3-6 and 8 of the paper, validity)."""
     from nlgbias.metrics import labor
-    from nlgbias.metrics import pronouns as measures
+    from nlgbias.probes.pronouns import stats as measures
     from nlgbias.resources import data_path
 
     sal, default = tables.probes.get("saliency", pd.DataFrame()), tables.probes.get("default", pd.DataFrame())

@@ -7,8 +7,8 @@ table; this module only wires them together and decides what is already done:
    into a :class:`RunConfig`, which also gives the run id;
 2. the suite's stage: plan every sample, generate the batches the store lacks (one transaction
    per batch), cut each continuation by the suite's rule, mask the group and score the texts the
-   store lacks (with ``until_mde``: in rounds, :mod:`nlgbias.precision`); or, for ``kind: pronoun`` suites, measure next-word probabilities
-   (:mod:`nlgbias.probabilities`);
+   store lacks (with ``until_mde``: in rounds, :mod:`nlgbias.pipeline.precision`); or, for ``kind: pronoun`` suites, measure next-word probabilities
+   (:mod:`nlgbias.probes.pronouns.stage`);
 3. run the suite's analyses (:mod:`nlgbias.analyses`);
 4. write samples, metrics, report and manifest (the manifest last: it marks the outputs as
    complete for this run id; a rerun rebuilds only missing files).
@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from nlgbias.distributed import RayOptions, RayPool
+from nlgbias.pipeline.distributed import RayOptions, RayPool
 from nlgbias.analyses import REGISTRY, AnalysisOptions, RunTables, analyses_for, run_analyses
 from nlgbias.errors import InputError, ScorerUnavailable, StoreError, command_line, option
 from nlgbias.keys import config_id, text_hash
@@ -40,13 +40,13 @@ from nlgbias.models.hf import first_load_note
 from nlgbias.models.names import model_names, named_results, rename_models
 from nlgbias.models.plan import plan_samples
 from nlgbias.models.servers import with_earlier_answers
-from nlgbias.precision import PrecisionTarget
+from nlgbias.pipeline.precision import PrecisionTarget
 from nlgbias.progress import Progress
 from nlgbias.sampling import SamplingParams
 from nlgbias.scorers import get_scorer
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
 from nlgbias.store.export import details_as_objects
-from nlgbias.generate import fill_generations
+from nlgbias.pipeline.generate import fill_generations
 from nlgbias.store.cache import fill_scores
 from nlgbias.suites import Suite, attribute_names, expand_suite, load_suite
 from nlgbias.text import mask_group, truncate
@@ -101,7 +101,7 @@ class RunConfig:
     confidence: float = 0.95
     min_n: int = 30
     bls_mapping: str | None = None
-    precision: PrecisionTarget | None = None  # --until-mde: sample in rounds (nlgbias.precision)
+    precision: PrecisionTarget | None = None  # --until-mde: sample in rounds (nlgbias.pipeline.precision)
 
     @classmethod
     def create(cls, suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int = 100,
@@ -257,12 +257,12 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         Precision-targeted sampling: sample in rounds (the first of ``samples`` per prompt) until
         every comparison's minimum detectable effect is at most this many percentage points, or a
         prompt group reaches ``max_samples``; prompt groups whose comparisons are precise stop early
-        (:mod:`nlgbias.precision`; the rounds are in ``manifest["precision"]``).
+        (:mod:`nlgbias.pipeline.precision`; the rounds are in ``manifest["precision"]``).
     max_samples : int, optional
         The budget of ``until_mde``: samples per prompt at most (default 1000).
     ray : RayOptions, optional
         Generate the missing batches, and score, on a pool of Ray actors
-        (:mod:`nlgbias.distributed`); the samples are the same as without Ray.
+        (:mod:`nlgbias.pipeline.distributed`); the samples are the same as without Ray.
 
     Returns
     -------
@@ -358,7 +358,7 @@ def _backend_info(info: dict) -> dict:
 def _generation_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
                       clock: Stopwatch, pool: RayPool | None = None) -> tuple[RunTables, int, dict | None]:
     """Plan, generate what the store lacks, cut and mask, score what the store lacks (on ``pool`` if
-    given; with ``--until-mde``: in rounds, see :mod:`nlgbias.precision`; the third value is the
+    given; with ``--until-mde``: in rounds, see :mod:`nlgbias.pipeline.precision`; the third value is the
     manifest's record)."""
     suite, params = config.suite, config.params
     assert params is not None  # generation suites sample
@@ -418,12 +418,12 @@ def scored_long(samples: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
 
 def _precision_rounds(config: RunConfig, store: RunStore, prompts: pd.DataFrame, generate,
                       progress: Progress, pool: RayPool | None = None) -> tuple[RunTables, int, dict]:
-    """``--until-mde``: generate and score round by round (:func:`nlgbias.precision.sample_until`).
+    """``--until-mde``: generate and score round by round (:func:`nlgbias.pipeline.precision.sample_until`).
 
     A round's plan is the sample indices each prompt group gains, in the sample-major order of
     :func:`~nlgbias.models.plan.plan_samples`, generated in fixed batches of its own.
     """
-    from nlgbias.precision import sample_until, summary
+    from nlgbias.pipeline.precision import sample_until, summary
 
     target, params = config.precision, config.params
     assert target is not None and params is not None
@@ -456,7 +456,7 @@ def _precision_rounds(config: RunConfig, store: RunStore, prompts: pd.DataFrame,
 
 def comparison_cells(results: Results) -> pd.DataFrame:
     """The gaps and model gaps of ``results`` as one table of comparisons with the prompt groups
-    (``cell_a``, ``cell_b``: model, context, group) on each side, for :mod:`nlgbias.precision`."""
+    (``cell_a``, ``cell_b``: model, context, group) on each side, for :mod:`nlgbias.pipeline.precision`."""
     keep = ["n_a", "k_a", "n_b", "k_b"]
     parts = []
     gaps, model_gaps = results.gaps, results.model_gaps
@@ -480,7 +480,7 @@ def comparison_cells(results: Results) -> pd.DataFrame:
 def _probability_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
                        clock: Stopwatch) -> tuple[RunTables, int, None]:
     """Measure next-word probabilities (and the probe's other tables) the store lacks."""
-    from nlgbias.probabilities import probability_stage
+    from nlgbias.probes.pronouns.stage import probability_stage
 
     probs, probes = probability_stage(config.suite, config.refs, store, load=load, seed=config.seed,
                                       batch_size=config.batch_size,
@@ -523,8 +523,8 @@ DEFAULT_MAX_SAMPLES = 1000  # --max-samples when --until-mde comes without one
 
 
 def _precision_target(suite: Suite, models: Sequence[str], *, samples: int, until_mde, max_samples):
-    """The :class:`~nlgbias.precision.PrecisionTarget` of ``--until-mde`` (``None`` without it), checked."""
-    from nlgbias.precision import PrecisionTarget
+    """The :class:`~nlgbias.pipeline.precision.PrecisionTarget` of ``--until-mde`` (``None`` without it), checked."""
+    from nlgbias.pipeline.precision import PrecisionTarget
     from nlgbias.validate import at_least, within
 
     if until_mde is None:

@@ -1,7 +1,7 @@
 """Run a run's fixed batches on a pool of Ray actors; the calling process stays the only store writer.
 
 ``nlgbias run --ray`` (a local Ray instance) or ``--ray-address ADDR`` (a running cluster) sends
-the batches that :func:`nlgbias.generate.missing_batches` finds, and the score chunks of
+the batches that :func:`nlgbias.pipeline.generate.missing_batches` finds, and the score chunks of
 :func:`nlgbias.store.cache.fill_scores`, to Ray actors.  Each actor loads the model (or scorer)
 once and answers whole batches with the same requests, so the same per-sample seeds, as the
 in-process path; the driver commits each batch in one store transaction as it completes

@@ -56,7 +56,7 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
         stored samples.
     remote : callable, optional
         ``remote(model_id, batches) -> iterator of (batch index, texts)`` that generates the
-        batches (lists of requests) elsewhere, in any order (:mod:`nlgbias.distributed`), or
+        batches (lists of requests) elsewhere, in any order (:mod:`nlgbias.pipeline.distributed`), or
         None for a model it does not run; this process still stores every batch.
 
     Returns

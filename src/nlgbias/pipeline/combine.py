@@ -164,7 +164,7 @@ def _full_names(samples: pd.DataFrame, manifest: dict) -> pd.DataFrame:
 
 
 def _analyse(members, *, min_n: int | None, confidence: float | None) -> Part:
-    from nlgbias.audit import scored_long
+    from nlgbias.pipeline.audit import scored_long
     from nlgbias.models.names import model_names, named_results, rename_models
 
     (_, _, _, manifest), settings = members[0]

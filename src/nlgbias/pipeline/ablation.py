@@ -59,7 +59,7 @@ def decoding_grid(suite: str, *, models: Sequence[str], top_k: Sequence[int], te
         ci_high, no_title_rate``; also written to ``out/ablation.csv``.
     """
     from nlgbias.analyses import occupation_tables
-    from nlgbias.audit import run
+    from nlgbias.pipeline.audit import run
     from nlgbias.metrics.occupations import decoding_ablation
     from nlgbias.store import write_csv
 
