@@ -91,7 +91,7 @@ def main() -> None:
     from nlgbias.training.dataset import load_dataset
 
     if args.scorer == "regard-v1":
-        RegardScorer = RegardV1Scorer  # noqa: N806 (same architecture, the first release's weights)
+        RegardScorer = RegardV1Scorer
 
     torch.set_num_threads(2)
     texts = load_dataset()["text"].tolist()

@@ -31,6 +31,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from nlgbias.errors import BackendError, InputError, NlgbiasError, command_line, command_line_wording, option
 from nlgbias.validate import at_least
+from nlgbias.models import load_backend, resolve_model
+from nlgbias.scorers import get_scorer
 
 INSTALL_HINT = "pip install 'nlgbias[ray]'"
 IN_FLIGHT_PER_ACTOR = 2  # calls queued on each actor, so it never waits for the driver's commit
@@ -316,7 +318,6 @@ class GenerationWorker(_Worker):
 
     def __init__(self, model_id: str, fingerprint: str, options, **kwargs) -> None:
         super().__init__(**kwargs)
-        from nlgbias.models import load_backend, resolve_model
 
         def load():
             ref = resolve_model(model_id, options)
@@ -343,7 +344,6 @@ class ScoringWorker(_Worker):
 
     def __init__(self, name: str, version: str, **kwargs) -> None:
         super().__init__(**kwargs)
-        from nlgbias.scorers import get_scorer
 
         self.scorer = self._load(lambda: get_scorer(name))
         if self.scorer is not None and self.scorer.version != version:

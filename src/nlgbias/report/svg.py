@@ -84,7 +84,7 @@ def bar_chart(rows: Sequence[dict], *, title: str, value_format: str = "{:.3f}",
     lo = low if low is not None else min(0.0, min(values, default=0.0))
     hi = high if high is not None else _nice_max(max([v for v in highs if v is not None and math.isfinite(v)] + [reference or 0], default=1.0))
     span = (hi - lo) or 1.0
-    x = lambda v: label_width + bar_width * (max(lo, min(hi, v)) - lo) / span  # noqa: E731
+    x = lambda v: label_width + bar_width * (max(lo, min(hi, v)) - lo) / span
     series = list(dict.fromkeys(r.get("series", "") for r in rows))
     color = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
     body, y = [], 24
@@ -127,8 +127,8 @@ def line_chart(series: dict[str, Sequence[tuple[float, float]]], *, title: str, 
     xs = [math.log10(p[0]) if log_x else p[0] for p in points]
     x_lo, x_hi = min(xs), max(xs) or 1.0
     y_hi = y_max if y_max is not None else _nice_max(max(p[1] for p in points))
-    px = lambda v: left + (width - left - right) * (((math.log10(v) if log_x else v) - x_lo) / ((x_hi - x_lo) or 1))  # noqa: E731
-    py = lambda v: top + (height - top - bottom) * (1 - v / y_hi)  # noqa: E731
+    px = lambda v: left + (width - left - right) * (((math.log10(v) if log_x else v) - x_lo) / ((x_hi - x_lo) or 1))
+    py = lambda v: top + (height - top - bottom) * (1 - v / y_hi)
     body = [_text(8, 14, title, size=12),
             f'<line x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}" stroke="#999"/>',
             f'<line x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}" stroke="#999"/>',
@@ -151,8 +151,8 @@ def scatter(points: Sequence[dict], *, title: str, x_label: str, y_label: str, w
     left, right, top, bottom = 48, 120, 26, 40
     values = [max(p["x"], p["y"]) for p in points if math.isfinite(p["x"]) and math.isfinite(p["y"])]
     hi = limit if limit is not None else _nice_max(max(values, default=1.0))
-    px = lambda v: left + (width - left - right) * v / hi  # noqa: E731
-    py = lambda v: top + (height - top - bottom) * (1 - v / hi)  # noqa: E731
+    px = lambda v: left + (width - left - right) * v / hi
+    py = lambda v: top + (height - top - bottom) * (1 - v / hi)
     series = list(dict.fromkeys(p.get("series", "") for p in points))
     color = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
     body = [_text(8, 14, title, size=12),
@@ -189,8 +189,8 @@ def histogram(series: dict[str, Sequence[float]], *, title: str, x_label: str, b
             counts[min(bins - 1, max(0, int((v - low) / (high - low) * bins)))] += 1
         shares[name] = [c / len(values) if values else 0.0 for c in counts]
     y_hi = _nice_max(max((max(s) for s in shares.values() if s), default=1.0))
-    px = lambda v: left + (width - left - right) * (v - low) / (high - low)  # noqa: E731
-    py = lambda v: top + (height - top - bottom) * (1 - v / y_hi)  # noqa: E731
+    px = lambda v: left + (width - left - right) * (v - low) / (high - low)
+    py = lambda v: top + (height - top - bottom) * (1 - v / y_hi)
     body = [_text(8, 14, title, size=12),
             f'<line x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}" stroke="#999"/>',
             _text((left + width - right) / 2, height - 8, x_label, anchor="middle", cls="muted")]
