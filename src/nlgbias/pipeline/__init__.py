@@ -7,6 +7,11 @@ table and know nothing of one another's order; this package is where they are pu
 ``audit``
     :func:`~nlgbias.pipeline.audit.run`: check the options, measure what the store lacks, run the
     suite's analyses, write the outputs (``nlgbias run``).
+``measurements``
+    The measurement stage, one registered entry per suite kind (generate and score, token
+    probabilities): what the run does differently for a kind lives there.
+``generation``
+    The ``generation`` measurement: plan, generate, cut, mask and score what the store lacks.
 ``generate``
     Fill the generations the store lacks, batch by batch.
 ``precision``
@@ -20,6 +25,10 @@ table and know nothing of one another's order; this package is where they are pu
 ``ablation``
     The same suite under a grid of decoding settings (``nlgbias ablate``).
 
-Small utilities that every layer uses (errors, keys, words, text, sampling, progress, inputs,
-resources, validate) stay at the package root.
+The layers, from the bottom up (``tests/test_layers.py`` checks that imports only point down and
+never form a cycle): the small utilities every layer uses, which stay at the package root
+(``errors``, ``keys``, ``words``, ``text``, ``sampling``, ``progress``, ``inputs``, ``resources``,
+``validate``, ``registry``); ``store``; ``suites``; ``models``; ``scorers`` and ``embeddings``;
+``metrics``; ``training``; ``annotation``; ``report``; ``analyses``; ``probes``; this package; the
+command line and the package's public names (``nlgbias.run`` and the rest).
 """

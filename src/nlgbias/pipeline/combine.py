@@ -115,7 +115,7 @@ def combine_runs(runs: Sequence[str | Path], *, min_n: int | None = None, confid
     parts = []
     for number in range(1, len(keys) + 1):
         members = [(entry, row) for entry, row in zip(loaded, rows) if row["part"] == number]
-        parts.append(_analyse(members, min_n=min_n, confidence=confidence))
+        parts.append(_analyse(members))
     table = pd.DataFrame(rows)[["folder", "run_id", "part", "models", *SETTINGS]]
     return Combined(tuple(parts), table, None if title is None else str(title))
 
@@ -167,7 +167,9 @@ def _full_names(samples: pd.DataFrame, manifest: dict) -> pd.DataFrame:
     return samples.assign(model=samples["model"].map(lambda name: full.get(name, name)))
 
 
-def _analyse(members, *, min_n: int | None, confidence: float | None) -> Part:
+def _analyse(members) -> Part:
+    """One part: ``members`` are ``(loaded run, its settings row)`` pairs, the settings already holding the
+    ``min_n`` and ``confidence`` given here (or each run's own)."""
     (_, _, _, manifest), settings = members[0]
     folders = [entry[0] for entry, _ in members]
     owner: dict[str, Path] = {}
