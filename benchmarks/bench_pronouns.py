@@ -15,8 +15,8 @@ import numpy as np
 
 def main() -> None:
     from nlgbias.models import load_backend, resolve_model
-    from nlgbias.probes.pronouns import PRONOUNS, continuation_probabilities, saliency
-    from nlgbias.probabilities import pronoun_prompts
+    from nlgbias.probes.pronouns.probabilities import PRONOUNS, continuation_probabilities, saliency
+    from nlgbias.probes.pronouns.stage import pronoun_prompts
     from nlgbias.suites import load_suite
 
     parser = argparse.ArgumentParser()

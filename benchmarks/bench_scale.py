@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 import nlgbias
-from nlgbias.distributed import RayOptions
+from nlgbias.pipeline.distributed import RayOptions
 from nlgbias.models import GenerationRequest, load_backend, resolve_model
 from nlgbias.sampling import SamplingParams
 from nlgbias.store import RunStore
@@ -47,9 +47,9 @@ def generation_seconds(out: Path, *, samples: int, batch_size: int, ray: RayOpti
 
 
 def ray_cost_per_batch(batches: int, batch_size: int) -> dict:
-    """Milliseconds per batch of the fake backend in-process and through :class:`~nlgbias.distributed.RayPool`
+    """Milliseconds per batch of the fake backend in-process and through :class:`~nlgbias.pipeline.distributed.RayPool`
     (wall clock, one actor), and the driver's CPU time per batch (its capacity when it is the bottleneck)."""
-    from nlgbias.distributed import RayPool
+    from nlgbias.pipeline.distributed import RayPool
     from nlgbias.models import BackendOptions
 
     params = SamplingParams(max_new_tokens=40)

@@ -11,7 +11,7 @@ Three designs, each ``--samples`` continuations per prompt of a suite on one mod
     The same sampler, seeded from (run seed, model, template, i): the group is left out, so
     both prompts' sample i use the same uniforms (the prototype of the issue).
 ``gumbel-paired``
-    Gumbel-max picking with per-token-id noise (:mod:`nlgbias.coupling`), seeded as cdf-paired.
+    Gumbel-max picking with per-token-id noise (``scripts/coupling.py``), seeded as cdf-paired.
 
 Each design's marginal distribution is today's; only the dependence between groups differs.
 
@@ -43,6 +43,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/coupling.py, next to this file
+
+from coupling import gumbel_pick, support
 from nlgbias.keys import cell_seed
 from nlgbias.sampling import SamplingParams, sample_seed
 from nlgbias.suites import expand_suite, load_suite
@@ -105,7 +108,7 @@ def generate(args) -> None:
     rows = plan(args.suite, args.model, args.samples, args.seed, args.design, args.templates, args.groups)
     path = out / f"{args.design}.jsonl"
     backend = load_backend(resolve_model(args.model))
-    backend.coupling = "gumbel-max" if args.design == "gumbel-paired" else "inverse-cdf"
+    backend.token_picker = gumbel_pick if args.design == "gumbel-paired" else None
     if args.import_run and args.design == "independent":
         import_run(Path(args.import_run), rows, path, backend, params)
     done = {(r["prompt_id"], r["sample_idx"]) for r in read_jsonl(path)}
@@ -281,11 +284,10 @@ def first_token_coupling(args, suite) -> list[dict]:
     the total variation distance TV; ``1 - TV``, the most any coupling can reach (the maximal
     coupling); the inverse CDF's agreement under a shared uniform (exact, from the two CDFs); and
     Gumbel-max's agreement over ``--n-boot`` shared seeds (Monte Carlo, the coupler of
-    :mod:`nlgbias.coupling`).
+    ``scripts/coupling.py``).
     """
     import torch
 
-    from nlgbias.coupling import gumbel_pick, support
     from nlgbias.models.registry import load_backend, resolve_model
 
     params = SamplingParams(**suite.sampling)

@@ -19,7 +19,7 @@ import numpy as np
 
 from nlgbias.metrics import fdr_bh, permutation_p
 from nlgbias.metrics.power import FDR, continuity, detectable_gap, family_alpha, samples_for_gap
-from nlgbias.planning import plan
+from nlgbias.pipeline.planning import plan
 
 
 @lru_cache(maxsize=None)

@@ -7,7 +7,7 @@ Each simulated run has the shape of the main job (sheng2019 on one model: 2 cont
 prompts per group, 3 scorers, the negative and positive share of 3 group pairs: 36 comparisons) and
 no gap at all: both groups of a pair draw labels from the same shares, the pooled shares the
 embedded model produced in a real run (:data:`RATES`).  Rounds are decided by the library's own rule,
-:func:`nlgbias.precision.sample_until` (not a copy), with ``--until-mde 5 --samples 100
+:func:`nlgbias.pipeline.precision.sample_until` (not a copy), with ``--until-mde 5 --samples 100
 --max-samples 1000`` by default; the final tests are the library's exact permutation test (``permutation_p``,
 vectorised) and ``fdr_bh``.
 A run counts a false positive when any of its 36 BH-adjusted p-values is under 0.05 (under no gap
@@ -28,7 +28,7 @@ from scipy import stats
 
 from nlgbias.metrics import fdr_bh
 from nlgbias.metrics.power import FDR
-from nlgbias.precision import PrecisionTarget, fixed_design, sample_until, with_mde
+from nlgbias.pipeline.precision import PrecisionTarget, fixed_design, sample_until, with_mde
 
 CONTEXTS = ("respect", "occupation")
 PAIRS = (("man", "woman"), ("Black", "White"), ("gay", "straight"))

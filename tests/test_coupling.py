@@ -1,16 +1,25 @@
-"""The Gumbel-max coupling of the pairing experiment: exact marginal distribution, shared noise."""
+"""The Gumbel-max coupling of the pairing experiment (scripts/coupling.py): exact marginal distribution,
+shared noise."""
 
 from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from scipy.stats import chisquare
 
-from nlgbias.coupling import gumbel_pick, support, token_uniforms
 from nlgbias.models import GenerationRequest
 from nlgbias.models.hf import pick_tokens
 from nlgbias.sampling import SamplingParams
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+_spec = importlib.util.spec_from_file_location("coupling", SCRIPTS / "coupling.py")
+coupling = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(coupling)
+gumbel_pick, support, token_uniforms = coupling.gumbel_pick, coupling.support, coupling.token_uniforms
 
 LOGITS = torch.tensor([1.5, -0.3, 2.2, 0.4, 2.0, -2.0, 0.9, 1.1, -1.0, 0.0, 3.0, 0.2])
 DRAWS = 20000
@@ -124,11 +133,11 @@ def test_the_backend_samples_with_the_coupling_only_when_asked(tiny):
     reqs = [GenerationRequest(p, params, 7) for p in ("The man worked as", "The woman worked as")] * 2
     today = tiny.generate(reqs)
     try:
-        tiny.coupling = "gumbel-max"
+        tiny.token_picker = gumbel_pick
         coupled = tiny.generate(reqs)
         alone = [tiny.generate([r])[0] for r in reqs]
     finally:
-        tiny.coupling = "inverse-cdf"
+        tiny.token_picker = None
     assert tiny.generate(reqs) == today  # the default sampler is untouched
     assert coupled == alone  # a coupled sample does not depend on its batch
     assert coupled[:2] == coupled[2:]
@@ -136,10 +145,7 @@ def test_the_backend_samples_with_the_coupling_only_when_asked(tiny):
 
 
 def experiment():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "pairing_experiment.py"
+    path = SCRIPTS / "pairing_experiment.py"
     spec = importlib.util.spec_from_file_location("pairing_experiment", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -20,7 +20,7 @@ import pytest
 
 import nlgbias
 from nlgbias.cli import main
-from nlgbias.distributed import FAULT_ENV, RayOptions
+from nlgbias.pipeline.distributed import FAULT_ENV, RayOptions
 from test_store import comparable, count_rows, run_cli
 
 pytestmark = pytest.mark.ray
@@ -137,7 +137,7 @@ def test_workers_that_always_crash_stop_the_run_with_one_line_and_keep_what_is_s
 
 @pytest.mark.usefixtures("cluster")
 def test_scores_from_the_pool_equal_scores_in_this_process(tmp_path):
-    from nlgbias.distributed import RayPool
+    from nlgbias.pipeline.distributed import RayPool
     from nlgbias.scorers import get_scorer
     from nlgbias.store import RunStore
     from nlgbias.store.cache import fill_scores

@@ -179,7 +179,7 @@ def validate(name: str, params: dict, *, files: bool = False) -> None:
                           max_retries=params["max_retries"], api_base=params["api_base"], models=params["models"],
                           cooldown=params["cooldown"])
         if params["until_mde"] is not None or params["max_samples"] is not None:
-            from nlgbias.audit import _precision_target
+            from nlgbias.pipeline.audit import _precision_target
 
             _precision_target(nlgbias.load_suite(params["suite"]), params["models"], samples=params["samples"],
                               until_mde=params["until_mde"], max_samples=params["max_samples"])

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import nlgbias
+from nlgbias.analyses import report_sections
 from nlgbias.cli import main
 from nlgbias.report import export
 
@@ -249,7 +250,7 @@ def test_charts_of_other_sections_are_exported_standalone_with_fitting_labels():
     by_group = pd.DataFrame({"model": "mollm2-135m", "template_id": ["works_as_a_very_long_template_id", "was"],
                              "gender": ["woman", "man"], "mean_bias": [0.1, -0.2], "ci_low": [0.0, -0.3],
                              "ci_high": [0.2, -0.1]})
-    ((stem, text),) = export.charts(Results({"gender_bias_by_group": by_group}, {}), pd.DataFrame(), {})
+    ((stem, text),) = export.charts(Results({"gender_bias_by_group": by_group}, {}), pd.DataFrame(), {}, report_sections())
     assert stem.startswith("gender-direction-01-mollm2-135m")
     root = ET.fromstring(text)
     assert root.tag == f"{SVG}svg" and float(root.get("width")) > 520  # widened for the long label

@@ -15,7 +15,7 @@ import nlgbias
 from nlgbias.metrics.gap_differences import gap_differences
 from nlgbias.metrics.power import detectable_gap_difference
 from nlgbias.metrics.significance import gap_difference_p, permutation_p
-from nlgbias.planning import suite_comparisons
+from nlgbias.pipeline.planning import suite_comparisons
 
 
 def shares_table(cells: dict[tuple[str, str], tuple[int, int]], *, context="c", label="negative") -> pd.DataFrame:

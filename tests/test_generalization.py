@@ -83,7 +83,8 @@ def regard_samples(low_share: dict[str, float], n: int = 200, seed: int = 1) -> 
 
 def test_low_confidence_shares_are_per_group_and_flag_a_real_difference():
     from nlgbias.metrics.significance import permutation_p
-    from nlgbias.metrics.validity import hard_examples, low_confidence, max_probability
+    from nlgbias.annotation.sample import hard_examples
+    from nlgbias.metrics.validity import low_confidence, max_probability
 
     samples = regard_samples({"a": 0.5, "b": 0.05, "c": 0.5})
     shares, gaps = low_confidence(samples, pairs=[("a", "b"), ("a", "c")], n_boot=200)

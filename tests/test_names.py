@@ -2,7 +2,8 @@
 
 import pandas as pd
 
-from nlgbias.models.names import model_names, rename_models
+from nlgbias.metrics.results import rename_models
+from nlgbias.models.names import model_names
 
 
 def test_short_names_for_each_kind_of_model_value():

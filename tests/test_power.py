@@ -21,7 +21,7 @@ import nlgbias
 from nlgbias.cli import main
 from nlgbias.metrics import compute_metrics, permutation_p
 from nlgbias.metrics.power import detectable_gap, detectable_h, family_alpha, gap_power, samples_for_gap
-from nlgbias.planning import plan, suite_comparisons
+from nlgbias.pipeline.planning import plan, suite_comparisons
 
 
 def closed_form_gap(n_a, n_b, p, alpha, power=0.8):

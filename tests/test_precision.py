@@ -18,7 +18,7 @@ from test_store import comparable, count_rows, run_cli
 import nlgbias
 from nlgbias.metrics import permutation_p
 from nlgbias.metrics.power import detectable_gap, family_alpha
-from nlgbias.precision import PrecisionTarget, fixed_design, next_samples, sample_until, samples_to_reach, with_mde
+from nlgbias.pipeline.precision import PrecisionTarget, fixed_design, next_samples, sample_until, samples_to_reach, with_mde
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +106,7 @@ def test_the_next_round_is_the_smallest_n_that_reaches_the_target_and_the_budget
     result = sample_until(tight, CELLS, measure)
     assert result.stopped == "max_samples"
     assert max(max(a.values()) for a in asked) == 300 and result.samples[("m", "common", "a")] == 300
-    assert "reached --max-samples 300" in nlgbias.precision.summary(result, CELLS)["why"]
+    assert "reached --max-samples 300" in nlgbias.pipeline.precision.summary(result, CELLS)["why"]
     assert fixed_design(result.table, CELLS, tight) > 300  # what a fixed design of that precision would need
 
 
@@ -192,7 +192,7 @@ def test_under_no_gap_the_rules_final_tests_keep_their_false_positive_rate():
 
 
 def test_python_callers_get_their_own_words_for_bad_precision_options(tmp_path):
-    create = nlgbias.audit.RunConfig.create
+    create = nlgbias.pipeline.audit.RunConfig.create
     with pytest.raises(nlgbias.NlgbiasError, match=r"^until_mde=0: must be between 0 and 100"):
         create("sheng2019", models=["fake"], scorers=["vader"], until_mde=0)
     with pytest.raises(nlgbias.NlgbiasError, match=r"^max_samples=50: must be a whole number of at least 100 "
@@ -201,5 +201,5 @@ def test_python_callers_get_their_own_words_for_bad_precision_options(tmp_path):
     with pytest.raises(nlgbias.NlgbiasError, match=r"^max_samples=500: .* give it with until_mde="):
         create("sheng2019", models=["fake"], scorers=["vader"], max_samples=500)
     config = create("sheng2019", models=["fake"], scorers=["vader"], samples=20, until_mde=5)
-    assert config.precision == nlgbias.precision.PrecisionTarget(mde=0.05, max_samples=1000, first=20)
+    assert config.precision == nlgbias.pipeline.precision.PrecisionTarget(mde=0.05, max_samples=1000, first=20)
     assert not any(tmp_path.iterdir())

@@ -13,12 +13,12 @@ import torch
 from scipy import stats
 
 from nlgbias.errors import BackendError, InputError
-from nlgbias.metrics import pronouns as measures
-from nlgbias.probes import pronouns as probes
-from nlgbias.probes.pronouns import (PRONOUNS, continuation_probabilities, expand_templates, perturb,
+from nlgbias.probes.pronouns import stats as measures
+from nlgbias.probes.pronouns import probabilities as probes
+from nlgbias.probes.pronouns.probabilities import (PRONOUNS, continuation_probabilities, expand_templates, perturb,
                                      perturbations, saliency, start_token_probabilities)
 
-DATA = Path(probes.__file__).resolve().parents[1] / "suites" / "data"
+DATA = Path(probes.__file__).resolve().parents[2] / "suites" / "data"
 PROFESSIONS_JSON = Path(__file__).resolve().parents[1] / "src" / "nlgbias" / "data" / "debiaswe" / "professions.json"
 PROMPTS = ["The nurse said that", "The metalsmith yelled because",
            "An adjunct professor is a person hired on short contracts to teach single courses at a college where",

@@ -6,6 +6,7 @@ import html.parser
 
 import pandas as pd
 
+from nlgbias.analyses import report_sections
 from nlgbias.metrics import compute_metrics
 from nlgbias.report import render_report
 
@@ -44,7 +45,7 @@ def fixture_tables():
 
 
 def test_generated_markup_is_inert_and_the_page_is_self_contained():
-    page = render_report(*fixture_tables())
+    page = render_report(*fixture_tables(), sections=report_sections())
     parser = Tags()
     parser.feed(page)
     assert "script" not in parser.tags and "img" not in parser.tags and "i" not in parser.tags
@@ -98,7 +99,7 @@ def test_raw_p_stands_beside_adjusted_p_in_every_table_and_the_methods_say_why()
     results = compute_metrics(scored, comparisons=[("a", "b")], n_boot=200)
     _, _, manifest = fixture_tables()
     parser = Tables()
-    page = render_report(results, samples, manifest)
+    page = render_report(results, samples, manifest, sections=report_sections())
     parser.feed(page)
     with_adjusted = [t for t in parser.tables if t and "adjusted p" in t[0]]
     assert len(with_adjusted) == 2  # group gaps and model gaps

@@ -15,6 +15,7 @@ import subprocess
 import pandas as pd
 import pytest
 
+from nlgbias.analyses import report_sections
 from nlgbias.metrics import compute_metrics
 from nlgbias.report import render_report
 
@@ -84,7 +85,7 @@ def overlap(a: dict, b: dict) -> bool:
 
 def test_every_share_is_printed_and_no_whisker_covers_text():
     results, samples, manifest = small_share_tables()
-    svg = first_panel(render_report(results, samples, manifest))
+    svg = first_panel(render_report(results, samples, manifest, sections=report_sections()))
     boxes, lines = texts(svg), whiskers(svg)
     assert len(lines) == 6 * 2 * 3  # two whiskers per bar, each a bar and two caps
     crossing = [(t["text"], w) for t in boxes for w in lines if overlap(t, w)]
@@ -102,7 +103,7 @@ def test_every_share_is_printed_and_no_whisker_covers_text():
 
 def test_whiskers_of_neighbouring_bars_do_not_touch():
     results, samples, manifest = small_share_tables()
-    svg = first_panel(render_report(results, samples, manifest))
+    svg = first_panel(render_report(results, samples, manifest, sections=report_sections()))
     bars = sorted({float(attrs(t)["y"]) for t in re.findall(r'<rect[^>]*height="22"[^>]*>', svg)})
     assert len(bars) == 6
     for upper, lower in zip(bars, bars[1:]):
@@ -133,7 +134,7 @@ document.body.innerHTML = '<pre id="out">' + JSON.stringify({n_text: texts.lengt
                     reason="headless Chromium not installed (the SVG geometry test above still runs)")
 def test_chromium_measures_no_whisker_over_text(tmp_path):
     results, samples, manifest = small_share_tables()
-    page = render_report(results, samples, manifest)
+    page = render_report(results, samples, manifest, sections=report_sections())
     page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)  # let the probe script run
     target = tmp_path / "report.html"
     target.write_text(page.replace("</body>", MEASURE + "</body>"), encoding="utf-8")

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from nlgbias.metrics import Results
+from nlgbias.probes.pronouns import section as pronoun_section
 from nlgbias.report import charts, sections, svg
 
 
@@ -77,7 +78,7 @@ def test_stacked_panels_split_each_bar_by_share_and_put_whiskers_on_the_outer_la
 
 def test_sections_are_none_without_their_tables():
     empty = Results({}, {})
-    for section in (sections.shares, sections.occupations, sections.gender_direction, sections.pronouns):
+    for section in (sections.shares, sections.occupations, sections.gender_direction, pronoun_section.pronouns):
         assert section(empty, pd.DataFrame(), {}) is None
 
 

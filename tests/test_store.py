@@ -99,7 +99,7 @@ def test_rerunning_a_finished_run_generates_nothing_and_rebuilds_only_what_is_mi
     options = dict(models=[str(tiny_model_dir)], samples=2, max_new_tokens=6, quiet=True, n_boot=200)
     first = nlgbias.run("sheng2019", out=tmp_path, **options)
     assert first.generated == 120
-    assert first.rebuilt == first.manifest["outputs"] == nlgbias.audit.output_names(first.results)
+    assert first.rebuilt == first.manifest["outputs"] == nlgbias.pipeline.audit.output_names(first.results)
     report_time = (tmp_path / "report.html").stat().st_mtime_ns
     again = nlgbias.run("sheng2019", out=tmp_path, **options)
     assert (again.generated, again.rebuilt) == (0, [])
@@ -114,7 +114,7 @@ def test_rerunning_a_finished_run_generates_nothing_and_rebuilds_only_what_is_mi
 
 
 def test_missing_batches_are_fixed_slices_of_the_plan(tmp_path):
-    from nlgbias.generate import missing_batches
+    from nlgbias.pipeline.generate import missing_batches
 
     plan = pd.DataFrame({"generation_id": [f"g{i}" for i in range(20)], "model": "m", "prompt": "p", "seed": 0})
     store = RunStore(tmp_path / "s.sqlite")

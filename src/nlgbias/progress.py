@@ -1,8 +1,9 @@
-"""Progress bars (tqdm, on stderr, with rate and ETA) and short notes; silent when quiet."""
+"""Progress bars (tqdm, on stderr, with rate and ETA) and short notes, silent when quiet; a stage stopwatch."""
 
 from __future__ import annotations
 
 import sys
+import time
 
 
 class _Silent:
@@ -33,3 +34,16 @@ class Progress:
         """One line on stderr."""
         if not self.quiet:
             print(message, file=sys.stderr, flush=True)
+
+
+class Stopwatch:
+    """Seconds spent in each stage (model loading counts as generation)."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = now - self._last
+        self._last = now

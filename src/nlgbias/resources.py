@@ -1,4 +1,4 @@
-"""Where the package's own data lives: one lookup for every shipped file.
+"""Where the package's own data lives: one lookup for every shipped file, and its version.
 
 ``data_path("regard", "regard.csv")`` is ``nlgbias/data/regard/regard.csv`` inside the installed
 package; ``package_path("suites", "data")`` is a folder of another subpackage.  Nothing here
@@ -10,8 +10,10 @@ True
 
 from __future__ import annotations
 
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
+
+DISTRIBUTION = "nlgbias"
 
 
 def package_path(*parts: str) -> Path:
@@ -24,4 +26,15 @@ def data_path(*parts: str) -> Path:
     return package_path("data", *parts)
 
 
-__all__ = ["data_path", "package_path"]
+def package_version() -> str:
+    """The installed version of nlgbias, from the package metadata (one source: ``pyproject.toml``).
+
+    A source tree that was never installed has no metadata: ``"0+unknown"``.
+    """
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+__all__ = ["data_path", "package_path", "package_version"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from nlgbias.errors import ScorerUnavailable
+from nlgbias.scorers import get_scorer
 
 CHECKS = (("regard", "regard", 3), ("regard4", "regard", 4))  # (scorer, label column, classes)
 
@@ -56,7 +57,6 @@ def classifier_check(items: pd.DataFrame, majority: dict[tuple[str, int], pd.Dat
         ``scorer, task, skipped`` (why it could not run here); and one row per compared item:
         ``scorer, task, id, text, annotated, predicted, correct``.
     """
-    from nlgbias.scorers import get_scorer
 
     results, rows = [], []
     texts = items.set_index("id")["text"]

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from nlgbias.keys import cell_seed
+from nlgbias.metrics.validity import THRESHOLD, max_probability
 
 ITEM_COLUMNS = ["id", "text", "context", "template_id", "group", "model", "vader_label", "generation_id"]
 
@@ -33,6 +34,21 @@ def item_id(text: str) -> str:
     return "i" + hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()[:10]
 
 
+def hard_examples(samples: pd.DataFrame, *, scorer: str = "regard", threshold: float = THRESHOLD, k: int = 3,
+                  by: Sequence[str] = ("model", "context", "group"), seed: int = 0) -> pd.DataFrame:
+    """Up to ``k`` low-confidence samples per ``by`` cell, chosen at random (seeded, independent of row
+    order): the samples' rows with ``p_max`` and ``label`` (the scorer's label) added."""
+    column = f"{scorer}_details"
+    if column not in samples.columns:
+        return samples.iloc[0:0].assign(p_max=[], label=[])
+    p_max = samples[column].map(max_probability)
+    hard = samples[p_max < threshold].assign(p_max=p_max, label=samples[f"{scorer}_label"])
+    hard = hard.sort_values("generation_id", kind="stable")
+    hard = hard.assign(_draw=np.random.default_rng(seed).random(len(hard))).sort_values("_draw", kind="stable")
+    picked = hard.groupby(list(by), sort=False).head(k).sort_values([*by, "generation_id"])
+    return picked.drop(columns="_draw").reset_index(drop=True)
+
+
 def low_confidence_sample(samples: pd.DataFrame, *, k: int = 10, threshold: float = 0.6, scorer: str = "regard",
                           by: Sequence[str] = ("model", "template_id", "group"), seed: int = 0) -> pd.DataFrame:
     """Pick up to ``k`` texts per cell that the regard classifier scored with low confidence.
@@ -46,8 +62,6 @@ def low_confidence_sample(samples: pd.DataFrame, *, k: int = 10, threshold: floa
     pandas.DataFrame
         The columns of :func:`annotation_sample` plus ``p_max``; one row per distinct masked text.
     """
-    from nlgbias.metrics.validity import hard_examples
-
     picked = hard_examples(samples, scorer=scorer, threshold=threshold, k=k, by=by, seed=seed)
     picked = picked[~picked.get("is_empty", pd.Series(False, index=picked.index)).astype(bool)]
     table = picked.assign(text=picked["scored_text"],

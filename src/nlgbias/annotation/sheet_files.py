@@ -25,7 +25,7 @@ import pandas as pd
 
 from nlgbias.annotation.categories import SCHEMES
 from nlgbias.errors import InputError
-from nlgbias.store.export import _atomic, write_text
+from nlgbias.store.export import atomic_write, write_text
 
 SHEET_COLUMNS = ["id", "annotator", "context", "text", "regard", "sentiment"]
 REQUIRED = ("id", "annotator", "regard", "sentiment")
@@ -100,7 +100,7 @@ def _write_xlsx(path: Path, sheet: pd.DataFrame) -> Path:
             guide.append([column, label, meaning])
     for letter, width in zip("ABC", (12, 16, 100)):
         guide.column_dimensions[letter].width = width
-    return _atomic(path, book.save)
+    return atomic_write(path, book.save)
 
 
 def read_sheet_rows(path: Path) -> list[tuple[int, dict]]:

@@ -27,6 +27,7 @@ from nlgbias.errors import InputError, command_line, option
 from nlgbias.inputs import read_user_text
 from nlgbias.resources import data_path
 from nlgbias.store.export import write_text
+import io
 
 FORMATS = ("csv", "xlsx", "jsonl")
 
@@ -79,7 +80,6 @@ def read_items(path: str | Path) -> pd.DataFrame:
     pandas.DataFrame
         At least ``id, context, vader_label``; one row per item, ids unique.
     """
-    import io
 
     path = Path(path)
     text = read_user_text(path)

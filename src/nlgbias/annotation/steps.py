@@ -61,7 +61,7 @@ def training_table(items: pd.DataFrame, labels: pd.DataFrame, *, seed: int = 0) 
     labels ``regard_3, regard_4, sentiment_3, sentiment_4`` (ties dropped: empty), and ``split``
     (70/15/15 per template and 4-class label, near-duplicates kept together, seeded).
     """
-    from nlgbias.training.dataset import assign_splits
+    from nlgbias.training.dataset import assign_splits  # the training package loads torch
 
     table = items.copy()
     if "text" not in table.columns:

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,8 +32,11 @@ from nlgbias.metrics.power import FDR, POWER, family_alpha, mde_column
 from nlgbias.metrics.shares import differences, group_shares
 from nlgbias.metrics.significance import fdr_bh
 from nlgbias.store.export import write_csv, write_json
+from nlgbias.metrics.power import gap_difference_mde_column
 
 METRICS_FILE = "metrics.json"
+MODEL_COLUMNS = ("model", "model_a", "model_b")  # the columns that name a model
+MODELS_COLUMNS = ("name", "model", "backend", "fingerprint")  # models.csv: display name -> full --model value
 
 
 @dataclass
@@ -157,7 +160,6 @@ def adjust_family(results: Results, names: Sequence[str]) -> Results:
     replaced, and ``meta`` gets ``correction``, ``mde`` and ``n_comparisons``.  The analyses of a
     run whose registry entries declare a ``family`` are adjusted together this way.
     """
-    from nlgbias.metrics.power import gap_difference_mde_column
 
     names = [name for name in names if name in results.tables]
     tables = {name: results.tables[name].copy() for name in names}
@@ -177,3 +179,29 @@ def adjust_family(results: Results, names: Sequence[str]) -> Results:
                    f"(arcsine normal approximation plus a continuity correction); empty when no gap can be found")
     meta["n_comparisons"] = int(n_comparisons)
     return Results({**results.tables, **tables}, meta)
+
+
+# -- display names (nlgbias.models.names): renaming happens on finished tables ------------------
+
+def rename_models(table: pd.DataFrame, names: Mapping[str, str]) -> pd.DataFrame:
+    """``table`` with the model columns (``model``, ``model_a``, ``model_b``) mapped through ``names``."""
+    columns = [c for c in MODEL_COLUMNS if c in table.columns]
+    if not columns:
+        return table
+    return table.assign(**{c: table[c].map(lambda v: names.get(v, v)) for c in columns})
+
+
+def rename_results(results: Results, names: Mapping[str, str]) -> Results:
+    """A :class:`Results` with every table's model columns and ``meta['models']`` renamed."""
+    meta = dict(results.meta)
+    if isinstance(meta.get("models"), list):
+        meta["models"] = [names.get(m, m) for m in meta["models"]]
+    return Results({name: rename_models(table, names) for name, table in results.tables.items()}, meta)
+
+
+def named_results(results: Results, names: Mapping[str, str], models: Sequence[dict]) -> Results:
+    """``results`` (computed on the full ``--model`` values, which seed the statistics) renamed to
+    the display ``names``, with the ``models`` table (``MODELS_COLUMNS``: display name -> full
+    value, backend, fingerprint) built from the manifest's model entries ``models``."""
+    return rename_results(results, names).merged(
+        Results({"models": pd.DataFrame(list(models), columns=list(MODELS_COLUMNS))}, {}))

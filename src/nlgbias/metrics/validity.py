@@ -90,18 +90,3 @@ def low_confidence(samples: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], s
     gaps["flagged"] = gaps["p_adj"] < alpha
     shares = shares[shares["label"] == LOW].drop(columns="label").reset_index(drop=True)
     return shares, gaps.drop(columns="label").reset_index(drop=True)
-
-
-def hard_examples(samples: pd.DataFrame, *, scorer: str = "regard", threshold: float = THRESHOLD, k: int = 3,
-                  by: Sequence[str] = ("model", "context", "group"), seed: int = 0) -> pd.DataFrame:
-    """Up to ``k`` low-confidence samples per ``by`` cell, chosen at random (seeded, independent of row
-    order): the samples' rows with ``p_max`` and ``label`` (the scorer's label) added."""
-    column = f"{scorer}_details"
-    if column not in samples.columns:
-        return samples.iloc[0:0].assign(p_max=[], label=[])
-    p_max = samples[column].map(max_probability)
-    hard = samples[p_max < threshold].assign(p_max=p_max, label=samples[f"{scorer}_label"])
-    hard = hard.sort_values("generation_id", kind="stable")
-    hard = hard.assign(_draw=np.random.default_rng(seed).random(len(hard))).sort_values("_draw", kind="stable")
-    picked = hard.groupby(list(by), sort=False).head(k).sort_values([*by, "generation_id"])
-    return picked.drop(columns="_draw").reset_index(drop=True)

@@ -2,7 +2,7 @@
 
 Like lm-evaluation-harness's ``LM``: a batch of requests goes in, a list in the same order
 comes out, and callers never see tokens.  Retries, batching into store transactions and
-resume live outside the backends (see :mod:`nlgbias.generate`).
+resume live outside the backends (see :mod:`nlgbias.pipeline.generate`).
 
 Probes that need the tokenizer or gradients ask for :class:`TokenBackend` (like
 lm-evaluation-harness's ``TemplateLM``), which the transformers backend implements; they never

@@ -31,7 +31,6 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from nlgbias.coupling import gumbel_pick
 from nlgbias.errors import BackendError, option
 from nlgbias.models.backend import GenerationRequest
 from nlgbias.sampling import SamplingParams
@@ -138,7 +137,9 @@ class HFBackend:
         self.model.to(self.device).eval()
         self.sample_dtype = getattr(torch, dtype)
         self._sampler = None  # a low-precision copy, made on first use
-        self.coupling = "inverse-cdf"  # "gumbel-max": nlgbias.coupling, for the pairing experiment only
+        # pick(logits, seeds, step, params) -> token ids, instead of pick_tokens: an experiment's own sampler
+        # (scripts/coupling.py's Gumbel-max picking, for scripts/pairing_experiment.py); None in every run
+        self.token_picker = None
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.stop_ids = _stop_ids(self.tokenizer, self.model)
@@ -198,8 +199,8 @@ class HFBackend:
             logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
                            **self._last_only, **cache).logits[:, -1, :]
             for step in range(steps):
-                if self.coupling == "gumbel-max":
-                    token = gumbel_pick(logits.float(), seeds, step, params)
+                if self.token_picker is not None:
+                    token = self.token_picker(logits.float(), seeds, step, params)
                 else:
                     token = pick_tokens(logits.float(), uniforms[:, step], params)
                 token = torch.where(finished, torch.full_like(token, tok.pad_token_id), token)

@@ -5,22 +5,16 @@ file); tables, the report and the exports name each model by its display name in
 manifest maps each display name back to the full value (``models[].name`` and ``models[].model``).
 
 The store, the sample seeds and the statistics stay keyed by the full value: renaming happens on
-finished tables, so a name that changes (another model added to the run makes two names collide)
-never changes a number.
+finished tables (:func:`nlgbias.metrics.results.named_results`), so a name that changes (another
+model added to the run makes two names collide) never changes a number.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import PurePath
-from typing import Mapping, Sequence
+from typing import Sequence
 from urllib.parse import urlsplit
-
-import pandas as pd
-
-MODEL_COLUMNS = ("model", "model_a", "model_b")
-MODELS_COLUMNS = ("name", "model", "backend", "fingerprint")  # models.csv: display name -> full --model value
-
 
 def _short(spec: str) -> str:
     """``openai:NAME@URL`` -> NAME; a path -> its file stem or folder name; ``org/name`` -> name."""
@@ -67,31 +61,3 @@ def model_names(specs: Sequence[str]) -> dict[str, str]:
     if len(set(names.values())) < len(names):  # a short name equals another model's longer one
         names = {spec: spec for spec in specs}
     return names
-
-
-def rename_models(table: pd.DataFrame, names: Mapping[str, str]) -> pd.DataFrame:
-    """``table`` with the model columns (``model``, ``model_a``, ``model_b``) mapped through ``names``."""
-    columns = [c for c in MODEL_COLUMNS if c in table.columns]
-    if not columns:
-        return table
-    return table.assign(**{c: table[c].map(lambda v: names.get(v, v)) for c in columns})
-
-
-def rename_results(results, names: Mapping[str, str]):
-    """A :class:`~nlgbias.metrics.results.Results` with every table's model columns and ``meta['models']`` renamed."""
-    from nlgbias.metrics.results import Results
-
-    meta = dict(results.meta)
-    if isinstance(meta.get("models"), list):
-        meta["models"] = [names.get(m, m) for m in meta["models"]]
-    return Results({name: rename_models(table, names) for name, table in results.tables.items()}, meta)
-
-
-def named_results(results, names: Mapping[str, str], models: Sequence[dict]):
-    """``results`` (computed on the full ``--model`` values, which seed the statistics) renamed to
-    the display ``names``, with the ``models`` table (``MODELS_COLUMNS``: display name -> full
-    value, backend, fingerprint) built from the manifest's model entries ``models``."""
-    from nlgbias.metrics.results import Results
-
-    return rename_results(results, names).merged(
-        Results({"models": pd.DataFrame(list(models), columns=list(MODELS_COLUMNS))}, {}))

@@ -14,6 +14,10 @@ Accepted forms
     one's URL keys the samples, as a single server's does.
 ``fake`` or ``fake:NAME``
     A deterministic text generator for testing pipelines; not a language model.
+``BACKEND:NAME``
+    A backend that a package registers (an ``nlgbias.backends`` entry point) or a ``--plugin``
+    module adds with :func:`register_backend`: ``load_backend`` calls ``cls(NAME, model_id=...)``,
+    and the samples are keyed by ``cls.fingerprint(NAME)`` if the class has one, else by the value.
 
 Resolving is cheap (no weights are loaded): it checks the value and computes the
 fingerprint that keys the model's samples in the run store (weight-file SHA-256, hub
@@ -23,7 +27,6 @@ revision, or server URL).  Loading happens only when samples are missing.
 from __future__ import annotations
 
 import difflib
-import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,12 +34,24 @@ from typing import Any
 
 from nlgbias.errors import BackendError, option
 from nlgbias.models.embedded import EMBEDDED
+from nlgbias.models.hf import file_sha256, folder_sha256
+from nlgbias.registry import Registry
+from nlgbias.validate import check_url, server_urls
 
-BACKENDS = {
+BUILTIN_BACKENDS = ("transformers", "openai", "fake")  # each resolved and constructed in its own way below
+BACKENDS: Registry = Registry("backend", "nlgbias.backends", {
     "transformers": "nlgbias.models.hf:HFBackend",
     "openai": "nlgbias.models.openai_http:OpenAIBackend",
     "fake": "nlgbias.models.fake:FakeBackend",
-}
+}, error=BackendError)
+
+
+def register_backend(name: str, backend: Any) -> Any:
+    """Add a backend class (or a ``"module:Class"`` string): ``--model NAME:SOURCE`` then loads
+    ``backend(SOURCE, model_id="NAME:SOURCE")``.  It follows :class:`~nlgbias.models.backend.Backend`."""
+    if name in BUILTIN_BACKENDS or name == "hf":
+        raise BackendError(f"backend {name}: a built-in name; choose another")
+    return BACKENDS.register(name, backend)
 DEFAULT_API_BASE = "http://127.0.0.1:8000/v1"
 
 
@@ -79,7 +94,6 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
     BackendError
         Unknown alias (with a suggestion), missing file, or an embedded model not installed.
     """
-    from nlgbias.models.hf import file_sha256, folder_sha256
 
     options = options or BackendOptions()
     spec = spec.strip()
@@ -97,7 +111,6 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
         base = url or options.api_base or os.environ.get("NLGBIAS_API_BASE") or DEFAULT_API_BASE
         if not name:
             raise BackendError(f"{_model(spec)}: name the served model, e.g. openai:llama3@http://127.0.0.1:8000/v1")
-        from nlgbias.validate import check_url, server_urls
 
         if url:
             check_url(url, _model(spec))
@@ -105,6 +118,17 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
         else:
             urls = server_urls(base, f"{option('--api-base').rstrip('=')} (or $NLGBIAS_API_BASE)")
         return ModelRef(spec, "openai", name, f"{urls[0]}#{name}", {"base_url": urls[0], "base_urls": urls})
+    prefix, colon, source = spec.partition(":")
+    if colon and prefix not in BUILTIN_BACKENDS and prefix in BACKENDS:
+        if not source:
+            raise BackendError(f"{_model(spec)}: name the model after {prefix}:")
+        fingerprint = getattr(BACKENDS[prefix], "fingerprint", None)
+        try:
+            key = str(fingerprint(source)) if fingerprint else spec
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"{_model(spec)}: the {prefix} backend cannot read {source} "
+                               f"({getattr(exc, 'strerror', None) or exc})") from None
+        return ModelRef(spec, prefix, source, key, {})
     if spec.startswith("hf:"):
         hub_id = spec[3:]
         return ModelRef(spec, "transformers", hub_id, f"hub:{hub_id}@{options.revision or 'main'}", {})
@@ -130,8 +154,7 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
 def load_backend(ref: ModelRef, options: BackendOptions | None = None):
     """Load the backend for a resolved model (this is where weights are read)."""
     options = options or BackendOptions()
-    module, cls = BACKENDS[ref.backend].split(":")
-    backend_cls = getattr(importlib.import_module(module), cls)
+    backend_cls = BACKENDS.get_or_raise(ref.backend, f"{_model(ref.model_id)}: backend {ref.backend}")
     if ref.backend == "transformers":
         return backend_cls(ref.source, model_id=ref.model_id, dtype=options.dtype, device=options.device,
                            info=ref.info, revision=options.revision)
@@ -139,7 +162,9 @@ def load_backend(ref: ModelRef, options: BackendOptions | None = None):
         return backend_cls(ref.source, base_url=ref.info["base_urls"], model_id=ref.model_id,
                            api_key_env=options.api_key_env, concurrency=options.concurrency,
                            timeout=options.timeout, max_retries=options.max_retries, cooldown=options.cooldown)
-    return backend_cls(model_id=ref.model_id)
+    if ref.backend == "fake":
+        return backend_cls(model_id=ref.model_id)
+    return backend_cls(ref.source, model_id=ref.model_id)
 
 
 def list_models() -> list[dict[str, str]]:

@@ -1,6 +1,6 @@
-"""Report: Results + samples + manifest -> one self-contained, escaped HTML file."""
+"""Report: Results + samples + manifest + the analyses' sections -> one self-contained, escaped HTML file."""
 
 from nlgbias.report.folder import read_run_folder, rerender_report
-from nlgbias.report.html import render_report, write_report
+from nlgbias.report.html import Section, render_report, write_report
 
-__all__ = ["read_run_folder", "render_report", "rerender_report", "write_report"]
+__all__ = ["Section", "read_run_folder", "render_report", "rerender_report", "write_report"]

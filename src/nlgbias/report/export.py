@@ -30,8 +30,11 @@ from markupsafe import Markup, escape
 
 from nlgbias.errors import InputError, option
 from nlgbias.metrics.results import Results
+from nlgbias.report.folder import read_run_folder
+from nlgbias.report.html import Section, _environment
 from nlgbias.report.sections import ci_label, format_p
 from nlgbias.report.svg import chart_css
+from nlgbias.store.export import write_bytes, write_text
 
 FORMATS = ("latex", "markdown", "svg", "png")
 MARKS = ((0.001, "***"), (0.01, "**"), (0.05, "*"))  # adjusted p under the level -> the mark
@@ -274,25 +277,21 @@ def _svgs(value) -> list[Markup]:
     return []
 
 
-def charts(results: Results, samples: pd.DataFrame, manifest: dict) -> list[tuple[str, str]]:
-    """``(file stem, standalone SVG)`` for each chart of the report, in the report's order."""
-    from nlgbias.analyses import REGISTRY
-    from nlgbias.report.html import _environment
-
+def charts(results: Results, samples: pd.DataFrame, manifest: dict,
+           sections: Sequence[Section]) -> list[tuple[str, str]]:
+    """``(file stem, standalone SVG)`` for each chart of the report's ``sections``, in the report's order."""
     out: list[tuple[str, str]] = []
     panel = _environment().get_template("_panel.svg.j2")
-    for analysis in REGISTRY.values():
-        if analysis.section is None:
-            continue
-        context = analysis.section(results, samples, manifest)
+    for section in sections:
+        context = section.context(results, samples, manifest)
         if not context:
             continue
-        for p in context.get("panels", []) if analysis.name == "shares" else []:
+        for p in context.get("panels", []) if section.name == "shares" else []:
             out.append((f"shares-{_slug(p['context'])}-{_slug(p['scorer'])}",
                         standalone_svg(panel.render(p=p), title=p["title"])))
         for i, svg in enumerate(_svgs({k: v for k, v in context.items() if k != "panels"}), start=1):
             label = re.search(r'aria-label="([^"]*)"', svg)
-            out.append((f"{_slug(analysis.name)}-{i:02d}-{_slug(label.group(1) if label else '')}", standalone_svg(svg)))
+            out.append((f"{_slug(section.name)}-{i:02d}-{_slug(label.group(1) if label else '')}", standalone_svg(svg)))
     return out
 
 
@@ -305,14 +304,12 @@ def png_bytes(svg: str, *, zoom: float = PNG_ZOOM) -> bytes:
 
 # -- the run folder -----------------------------------------------------------------------------
 
-def export_run(folder: str | Path, formats: Iterable[str]) -> list[Path]:
+def export_run(folder: str | Path, formats: Iterable[str], *, sections: Sequence[Section]) -> list[Path]:
     """Write the exports of the run in ``folder`` to ``folder/export/``; return the files written.
 
-    ``formats``: any of :data:`FORMATS` (each may be a comma list, as on the command line).
+    ``formats``: any of :data:`FORMATS` (each may be a comma list, as on the command line);
+    ``sections``: the report's sections, whose charts the ``svg`` and ``png`` formats write.
     """
-    from nlgbias.report.folder import read_run_folder
-    from nlgbias.store.export import write_bytes, write_text
-
     formats = export_formats(formats)
     folder = Path(folder)
     results, samples, manifest = read_run_folder(folder)
@@ -326,7 +323,7 @@ def export_run(folder: str | Path, formats: Iterable[str]) -> list[Path]:
             written.append(write_text(out / f"{table.name}{suffix}", render(table)))
     if "svg" in formats or "png" in formats:
         (out / "charts").mkdir(exist_ok=True)
-        for stem, svg in charts(results, samples, manifest):
+        for stem, svg in charts(results, samples, manifest, sections):
             if "svg" in formats:
                 written.append(write_text(out / "charts" / f"{stem}.svg", svg))
             if "png" in formats:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
 
+import jinja2
 import pandas as pd
 
 from nlgbias.errors import InputError
 from nlgbias.metrics.results import METRICS_FILE, Results
+from nlgbias.report.html import Section, write_report
 
 NEEDED = (METRICS_FILE, "samples.parquet", "manifest.json")
 MANIFEST_KEYS = ("run_id", "suite", "models", "statistics")
@@ -63,16 +66,14 @@ def read_run_folder(folder: str | Path) -> tuple[Results, pd.DataFrame, dict]:
     return results, samples, manifest
 
 
-def rerender_report(folder: str | Path) -> Path:
-    """Write ``folder/report.html`` again from the run's outputs; return its path."""
-    import jinja2
-
-    from nlgbias.report.html import write_report
+def rerender_report(folder: str | Path, *, sections: Sequence[Section]) -> Path:
+    """Write ``folder/report.html`` again from the run's outputs, with ``sections``
+    (:func:`nlgbias.analyses.report_sections`); return its path."""
 
     folder = Path(folder)
     results, samples, manifest = read_run_folder(folder)
     try:
-        write_report(folder / "report.html", results, samples, manifest)
+        write_report(folder / "report.html", results, samples, manifest, sections=sections)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, jinja2.UndefinedError) as exc:
         raise InputError(f"{folder}: metrics.json, samples.parquet and manifest.json do not fit together "
                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:80]}); rerun the run to rebuild "

@@ -2,13 +2,17 @@
 
 The page needs no network (inline CSS and SVG, no scripts from a CDN) and escapes every
 piece of text: generations are untrusted model output, and group names come from user YAML.
+
+The report knows no analysis by name: the caller passes the :class:`Section` of each analysis
+(:func:`nlgbias.analyses.report_sections`), each a context function and its template.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import jinja2
 import pandas as pd
@@ -19,8 +23,24 @@ from nlgbias.report.sections import SIGNIFICANCE, ci_label, format_p
 from nlgbias.report.svg import chart_css
 from nlgbias.resources import package_path
 from nlgbias.store.export import write_text
+from nlgbias.store.manifest import SETTINGS
 
 EXAMPLES_PER_CELL = 3
+
+
+@dataclass(frozen=True)
+class Section:
+    """One analysis's part of the report.
+
+    ``name``: the analysis, and the name of the template's context.  ``context(results, samples,
+    manifest) -> dict | None``: the numbers, rows and charts the template shows (``None``: the run
+    has no such tables, and the template shows nothing).  ``template``: a file name under
+    ``nlgbias/report/templates`` or the path of a Jinja template (autoescaped).
+    """
+
+    name: str
+    context: Callable[[Results, pd.DataFrame, dict], dict | None]
+    template: str | Path
 
 
 def _environment(extra_folders: Sequence[str] = ()) -> jinja2.Environment:
@@ -34,34 +54,32 @@ def _environment(extra_folders: Sequence[str] = ()) -> jinja2.Environment:
     return env
 
 
-def render_report(results: Results, samples: pd.DataFrame, manifest: dict, *, title: str | None = None,
-                  runs: dict | None = None) -> str:
+def render_report(results: Results, samples: pd.DataFrame, manifest: dict, *, sections: Sequence[Section],
+                  title: str | None = None, runs: dict | None = None) -> str:
     """The report as an HTML string.
 
     Parameters
     ----------
     results : Results
-        The run's metric tables; each registered analysis (:mod:`nlgbias.analyses`) with a
-        report section adds it.
+        The run's metric tables.
     samples : pandas.DataFrame
         The samples table (for example generations per cell).
     manifest : dict
         The run manifest (shown at the end).
+    sections : sequence of Section
+        The analyses' sections, in the order they are shown (a section whose context is ``None``
+        shows nothing).
     title : str, optional
         The heading (default: "nlgbias report: <suite>").
     runs : dict, optional
         A report over several runs: the settings table of :func:`runs_context`, shown first.
     """
-    from nlgbias.analyses import REGISTRY
-
     scorers = [s["name"] for s in manifest.get("scorers", [])]
-    sections = {a.name: (a.section, Path(a.template)) for a in REGISTRY.values()
-                if a.section is not None and a.template is not None}
-    templates = [template for _, template in sections.values()]
+    templates = [Path(s.template) for s in sections]
     context = {
         "manifest": manifest,
         "meta": results.meta,
-        **{name: section(results, samples, manifest) for name, (section, _) in sections.items()},
+        **{s.name: s.context(results, samples, manifest) for s in sections},
         "section_templates": [t.name for t in templates],
         "examples": _examples(samples, scorers) if {"model", "context", "group", "sentence"} <= set(samples.columns) else [],
         "scorers": scorers,
@@ -101,9 +119,10 @@ def _label(row: pd.Series, scorer: str):
     return row.get(f"{scorer}_label")
 
 
-def write_report(path: str | Path, results: Results, samples: pd.DataFrame, manifest: dict) -> Path:
-    """Render and write the report atomically."""
-    return write_text(Path(path), render_report(results, samples, manifest))
+def write_report(path: str | Path, results: Results, samples: pd.DataFrame, manifest: dict, *,
+                 sections: Sequence[Section]) -> Path:
+    """Render (:func:`render_report`) and write the report atomically."""
+    return write_text(Path(path), render_report(results, samples, manifest, sections=sections))
 
 
 RUNS_RULE = ("Runs with the same suite, decoding, samples per prompt, seed, scorer versions and statistics settings "
@@ -119,20 +138,18 @@ def runs_context(runs: pd.DataFrame, settings: Sequence[str]) -> dict:
     return {"rows": rows, "settings": shown, "differ": differ, "rule": RUNS_RULE}
 
 
-def render_runs_report(combined) -> str:
-    """One HTML page over several runs (a :class:`nlgbias.combine.Combined`): with one part, that part's
+def render_runs_report(combined, *, sections: Sequence[Section]) -> str:
+    """One HTML page over several runs (a :class:`nlgbias.pipeline.combine.Combined`): with one part, that part's
     report with the runs table first; with several, a heading and the runs table, then each part's
     report body under its own heading."""
-    from nlgbias.combine import SETTINGS
-
     runs = runs_context(combined.runs, SETTINGS)
     parts = combined.parts
     if len(parts) == 1:
         part = parts[0]
-        return render_report(part.results, part.samples, part.manifest, runs=runs,
+        return render_report(part.results, part.samples, part.manifest, sections=sections, runs=runs,
                              title=combined.title or f"nlgbias report: {part.manifest['suite']['name']}, "
                                                      f"{len(part.folders)} runs")
-    pages = [render_report(p.results, p.samples, p.manifest,
+    pages = [render_report(p.results, p.samples, p.manifest, sections=sections,
                            title=f"Part {i}: {p.manifest['suite']['name']} · "
                                  f"{', '.join(m['model'] for m in p.manifest['models'])}")
              for i, p in enumerate(parts, start=1)]
@@ -145,6 +162,6 @@ def render_runs_report(combined) -> str:
     return f"{head}<body>\n<h1>{escape(title)}</h1>\n{top}{''.join(bodies)}</body>\n</html>\n"
 
 
-def write_runs_report(path: str | Path, combined) -> Path:
+def write_runs_report(path: str | Path, combined, *, sections: Sequence[Section]) -> Path:
     """Render and write the report over several runs atomically."""
-    return write_text(Path(path), render_runs_report(combined))
+    return write_text(Path(path), render_runs_report(combined, sections=sections))

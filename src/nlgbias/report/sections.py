@@ -1,9 +1,11 @@
-"""Report sections of the analyses: shares, occupations, gender direction, pronouns.
+"""Report sections of the built-in analyses: shares, gap differences, occupations, gender direction,
+regard validity (the pronoun probe's section lives with the probe, :mod:`nlgbias.probes.pronouns.section`).
 
 Each function takes a run's :class:`~nlgbias.metrics.results.Results`, its samples table and
 its manifest, and returns the template context of its section (numbers, row dicts and
 ``Markup`` SVG charts from :mod:`.svg`), or ``None`` when the run has no such tables.  The
 analysis registry (:mod:`nlgbias.analyses`) pairs each with its template.
+:func:`records` turns a table into the row dicts a template iterates over.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ import math
 
 import pandas as pd
 
+from nlgbias.annotation.sample import hard_examples
 from nlgbias.metrics.power import FDR, MDE_FLAG
 from nlgbias.metrics.results import Results
 from nlgbias.report.charts import stacked_panels
-from nlgbias.report.svg import bar_chart, histogram, line_chart, scatter
+from nlgbias.metrics.validity import THRESHOLD
+from nlgbias.report.svg import bar_chart, line_chart, scatter
+from nlgbias.scorers.regard import RELEASE, measured_validity
 
 SIGNIFICANCE = FDR
 TOP_JOBS = 8
@@ -38,7 +43,8 @@ def format_p(value) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def _records(table: pd.DataFrame) -> list[dict]:
+def records(table: pd.DataFrame) -> list[dict]:
+    """The rows of ``table`` as dicts (an empty list for an empty table)."""
     return table.to_dict(orient="records") if not table.empty else []
 
 
@@ -70,7 +76,7 @@ def gap_differences(results: Results, _samples: pd.DataFrame, _manifest: dict) -
     if table.empty:
         return None
     significant = table[table["p_adj"] < SIGNIFICANCE]
-    return {"rows": _records(table), "n_significant": int(len(significant)),
+    return {"rows": records(table), "n_significant": int(len(significant)),
             "meta": results.meta.get("gap_differences", {}), "mde": low_power(table), "mde_flag": MDE_FLAG}
 
 
@@ -106,7 +112,7 @@ def occupations(results: Results, _samples: pd.DataFrame, _manifest: dict) -> di
                                  y_label="share", log_x=True))
     gini = results.table("occupation_gini")
     gini_charts = [bar_chart([{"label": f"{r['gender']} · {r['axis']}", "value": r["gini"], "ci_low": r["ci_low"],
-                               "ci_high": r["ci_high"]} for r in _records(gini[gini["model"] == m])],
+                               "ci_high": r["ci_high"]} for r in records(gini[gini["model"] == m])],
                              title=f"{m}: Gini coefficient of titles ({ci_label(results)})", low=0.0, high=1.0) for m in models]
     counts = results.table("occupation_counts")
     top = []
@@ -122,7 +128,7 @@ def occupations(results: Results, _samples: pd.DataFrame, _manifest: dict) -> di
         part = part.sort_values("share_woman", ascending=False)
         if not part.empty:
             split_charts.append(bar_chart([{"label": f"{r['occupation']} (n={int(r['k'])})", "value": r["share_woman"]}
-                                           for r in _records(part)],
+                                           for r in records(part)],
                                           title=f"{model}: share of each job's mentions from woman prompts (base)",
                                           value_format="{:.0%}", low=0.0, high=1.0, reference=0.5))
     comparison = results.table("labor_comparison")
@@ -131,18 +137,18 @@ def occupations(results: Results, _samples: pd.DataFrame, _manifest: dict) -> di
         part = comparison[comparison["model"] == model] if not comparison.empty else comparison
         if not part.empty:
             points = [{"x": r["us_share"], "y": r["adj_pred"], "label": f"{r['unit']} · {r['ethnicity']} {r['gender']}",
-                       "series": f"{r['ethnicity']} {r['gender']}"} for r in _records(part)
+                       "series": f"{r['ethnicity']} {r['gender']}"} for r in records(part)
                       if not (math.isnan(r["us_share"]) or math.isnan(r["adj_pred"]))]
             scatters.append(scatter(points, title=f"{model}: model (adjusted) vs US share", x_label="US share of workers",
                                     y_label="model share (adjusted)", limit=1.0))
     return {
-        "no_title": _records(no_title), "curves": curves, "gini": _records(gini), "gini_charts": gini_charts,
-        "coverage": _records(results.table("occupation_coverage")), "top": top, "split_charts": split_charts,
-        "regressions": _records(results.table("occupation_regression_summary")),
-        "excluded": _records(results.table("occupation_regression_excluded")),
-        "labor_agreement": _records(results.table("labor_agreement")),
-        "labor_segregation": _records(results.table("labor_segregation")),
-        "labor_top": _records(results.table("labor_top_jobs")),
+        "no_title": records(no_title), "curves": curves, "gini": records(gini), "gini_charts": gini_charts,
+        "coverage": records(results.table("occupation_coverage")), "top": top, "split_charts": split_charts,
+        "regressions": records(results.table("occupation_regression_summary")),
+        "excluded": records(results.table("occupation_regression_excluded")),
+        "labor_agreement": records(results.table("labor_agreement")),
+        "labor_segregation": records(results.table("labor_segregation")),
+        "labor_top": records(results.table("labor_top_jobs")),
         "labor_coverage": _labor_coverage(results.table("labor_coverage")),
         "scatters": scatters, "meta": results.meta.get("occupations", {}),
     }
@@ -152,7 +158,7 @@ def _labor_coverage(table: pd.DataFrame) -> list[dict]:
     if table.empty or "matched" not in table:
         return []
     out = table.groupby("model", sort=False).agg(n=("matched", "size"), matched=("matched", "sum")).reset_index()
-    return _records(out)
+    return records(out)
 
 
 def gender_direction(results: Results, _samples: pd.DataFrame, _manifest: dict) -> dict | None:
@@ -163,56 +169,22 @@ def gender_direction(results: Results, _samples: pd.DataFrame, _manifest: dict) 
     charts = []
     for model, part in by_group.groupby("model", sort=False):
         rows = [{"label": f"{r['template_id']} · {r['gender']}", "value": r["mean_bias"], "ci_low": r["ci_low"],
-                 "ci_high": r["ci_high"], "series": r["gender"]} for r in _records(part)]
+                 "ci_high": r["ci_high"], "series": r["gender"]} for r in records(part)]
         charts.append(bar_chart(rows, title=f"{model}: mean gender bias w·g of the generated profession ({ci_label(results)})",
                                 value_format="{:+.3f}"))
-    return {"charts": charts, "difference": _records(results.table("gender_bias_difference")),
-            "spaces": _records(results.table("gender_bias_spaces")),
-            "sanity": _records(results.table("gender_direction_sanity")),
-            "pairs": _records(results.table("fairness_pairs")),
-            "lipschitz": _records(results.table("fairness_lipschitz")),
-            "missing": _records(results.table("gender_bias_missing").head(20)),
+    return {"charts": charts, "difference": records(results.table("gender_bias_difference")),
+            "spaces": records(results.table("gender_bias_spaces")),
+            "sanity": records(results.table("gender_direction_sanity")),
+            "pairs": records(results.table("fairness_pairs")),
+            "lipschitz": records(results.table("fairness_lipschitz")),
+            "missing": records(results.table("gender_bias_missing").head(20)),
             "meta": results.meta.get("gender_direction", {})}
-
-
-def pronouns(results: Results, probs: pd.DataFrame, _manifest: dict) -> dict | None:
-    """Vig et al. templates vs natural sentences: P(he), P(she), divergences, perturbations.
-
-    ``probs`` is the run's samples table (one row per model and prompt)."""
-    if results.table("pronoun_divergence").empty or not {"he", "she", "perturbation"} <= set(probs.columns):
-        return None
-    hists = []
-    for model, part in probs[probs["perturbation"] == "orig"].groupby("model", sort=False):
-        for prompt_set, cell in part.groupby("prompt_set", sort=False):
-            hists.append(histogram({"P(he)": cell["he"].tolist(), "P(she)": cell["she"].tolist()},
-                                   title=f"{model} · {prompt_set}: P(he) and P(she) over {len(cell)} prompts",
-                                   x_label="probability of the next word", high=max(0.05, _nice(cell[["he", "she"]].max().max()))))
-    return {"hists": hists, "divergence": _records(results.table("pronoun_divergence")),
-            "perturbation": _records(results.table("pronoun_perturbation")),
-            "certainty": _records(results.table("pronoun_certainty")),
-            "templates": _records(results.table("pronoun_templates")),
-            "default": _records(results.table("pronoun_default")),
-            "saliency": _records(results.table("pronoun_saliency")),
-            "validity": _records(results.table("pronoun_validity")),
-            "meta": results.meta.get("pronouns", {})}
-
-
-def _nice(value: float) -> float:
-    if not value or not math.isfinite(value):
-        return 1.0
-    for limit in (0.05, 0.1, 0.2, 0.25, 0.5, 1.0):
-        if value <= limit:
-            return limit
-    return 1.0
 
 
 def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
     """How far the run's regard numbers can be trusted: the classifier's version and its measured
     generalization (per kind of held-out text: range of accuracy and negative recall), low-confidence
     shares per group, flagged gaps between groups, hard examples."""
-    from nlgbias.metrics.validity import THRESHOLD, hard_examples
-    from nlgbias.scorers.regard import RELEASE, measured_validity
-
     shares = results.table("regard_confidence")
     if shares.empty:
         return None
@@ -234,8 +206,8 @@ def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> 
         "threshold": THRESHOLD,
         "held_out": held_out,
         "own_test_accuracy": measured["own_test_accuracy"],
-        "shares": _records(shares),
-        "flagged": _records(flagged),
-        "examples": _records(examples[["model", "context", "group", "scored_text", "label", "p_max"]])
+        "shares": records(shares),
+        "flagged": records(flagged),
+        "examples": records(examples[["model", "context", "group", "scored_text", "label", "p_max"]])
         if not examples.empty else [],
     }

@@ -1,22 +1,25 @@
 """Scorers: label texts (sentiment, regard, ...).  Each returns ``label, score, details``.
 
-Registry names map to ``"module:Class"`` strings and are imported on first use.
+:data:`REGISTRY` (a :class:`nlgbias.registry.Registry`) maps names to ``"module:Class"`` strings,
+imported on first use; installed packages add scorers with ``nlgbias.scorers`` entry points, and a
+``--plugin`` module with ``REGISTRY.register(name, cls)``.
 """
 
 from __future__ import annotations
 
-import difflib
-import importlib
 import json
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from nlgbias.errors import ScorerError, ScorerUnavailable, option
+from nlgbias.errors import InputError, ScorerError, ScorerUnavailable, option
+from nlgbias.registry import Registry
 from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, Scorer, three_class
+from nlgbias.store import write_text
+from nlgbias.text import mask_group
 
-REGISTRY = {
+REGISTRY: Registry = Registry("scorer", "nlgbias.scorers", {
     "vader": "nlgbias.scorers.sentiment:VaderScorer",
     "textblob": "nlgbias.scorers.sentiment:TextBlobScorer",
     "regard": "nlgbias.scorers.regard:RegardScorer",
@@ -24,7 +27,7 @@ REGISTRY = {
     "regard-v1": "nlgbias.scorers.regard:RegardV1Scorer",
     "regard4-v1": "nlgbias.scorers.regard:Regard4V1Scorer",
     "occupation": "nlgbias.scorers.occupations:OccupationScorer",
-}
+}, error=ScorerError, where=lambda name: option("--scorer", name))
 _LOADED: dict[str, Scorer] = {}
 
 
@@ -41,10 +44,10 @@ def describe_scorers() -> pd.DataFrame:
     """
     rows = []
     for name in list_scorers():
-        module, cls_name = REGISTRY[name].split(":")
         try:
-            cls = getattr(importlib.import_module(module), cls_name)
-        except ImportError as exc:
+            cls = REGISTRY[name]
+        except (ImportError, AttributeError) as exc:
+            module = str(REGISTRY.ref(name)).partition(":")[0]
             rows.append((name, "", False, f"cannot import {module} ({exc})"))
             continue
         description = getattr(cls, "description", None) or (cls.__doc__ or "").strip().split("\n")[0]
@@ -62,13 +65,8 @@ def get_scorer(name: str) -> Scorer:
     ScorerError
         Unknown name (with a suggestion), or :class:`ScorerUnavailable` if it cannot run here.
     """
-    if name not in REGISTRY:
-        close = difflib.get_close_matches(name, REGISTRY, n=1)
-        hint = f"did you mean {close[0]}? " if close else ""
-        raise ScorerError(f"{option('--scorer', name)}: unknown scorer; {hint}available: {', '.join(list_scorers())}")
     if name not in _LOADED:
-        module, cls = REGISTRY[name].split(":")
-        _LOADED[name] = getattr(importlib.import_module(module), cls)()
+        _LOADED[name] = REGISTRY.get_or_raise(name)()
     return _LOADED[name]
 
 
@@ -101,7 +99,6 @@ def score(texts: Sequence[str], scorer: str = "vader") -> pd.DataFrame:
 
 def regard_classifier(folder: str | Path, *, scorer: str = "regard") -> Scorer:
     """A regard scorer that reads the classifier in ``folder`` (e.g. what ``nlgbias train-regard`` wrote)."""
-    from nlgbias.errors import InputError
 
     if scorer not in ("regard", "regard4"):
         raise InputError(f"{option('--classifier')}: only for {option('--scorer', 'regard')} or regard4, not {scorer}")
@@ -109,8 +106,7 @@ def regard_classifier(folder: str | Path, *, scorer: str = "regard") -> Scorer:
     if not (folder / "adapter.safetensors").is_file():
         raise InputError(f"{option('--classifier', str(folder))}: no classifier there (no adapter.safetensors); "
                          "give the --out folder of `nlgbias train-regard`")
-    module, cls = REGISTRY[scorer].split(":")
-    return getattr(importlib.import_module(module), cls)(folder)
+    return REGISTRY[scorer](folder)
 
 
 def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
@@ -122,9 +118,6 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     (``nlgbias train-regard --out``) instead of the shipped one.  Returns the counts ``texts``,
     ``truncated`` (longer than the scorer's limit, cut) and ``empty`` (label null).
     """
-    from nlgbias.errors import InputError
-    from nlgbias.store import write_text
-    from nlgbias.text import mask_group
 
     input_path, output_path = Path(input_path), Path(output_path)
     chosen = get_scorer(scorer) if classifier is None else regard_classifier(classifier, scorer=scorer)

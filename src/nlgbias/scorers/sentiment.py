@@ -15,6 +15,7 @@ from typing import Sequence
 import pandas as pd
 
 from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, three_class
+from importlib.util import find_spec
 
 VADER_THRESHOLD = 0.05
 TEXTBLOB_THRESHOLD = 0.05
@@ -30,7 +31,6 @@ def _file_digest(package: str, name: str) -> str:
 
 def _missing(module: str, package: str) -> str | None:
     """Why a scorer that needs ``module`` cannot run here (checked without importing it), or None."""
-    from importlib.util import find_spec
 
     return None if find_spec(module) else f"the {package} package is not installed: pip install {package}"
 

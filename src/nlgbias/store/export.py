@@ -1,6 +1,8 @@
-"""Write run outputs atomically: a temp file in the same folder, then ``os.replace``.
+"""Write files atomically: a temp file in the same folder, then ``os.replace``.
 
-A run killed while writing never leaves a half-written output; the next run rebuilds it.
+Every file nlgbias writes (run outputs, reports, exports, annotation sheets, suites) goes through
+:func:`atomic_write`, so a process killed while writing never leaves a half-written file; the
+next run rebuilds it.  The ``write_*`` functions are :func:`atomic_write` for one format each.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ import pandas as pd
 from nlgbias.errors import StoreError
 
 
-def _atomic(path: Path, write: Callable[[str], object]) -> Path:
+def atomic_write(path: str | Path, write: Callable[[str], object]) -> Path:
+    """Call ``write(tmp)`` on a temporary path in ``path``'s folder, then move it onto ``path``.
+
+    Either the whole new file is at ``path`` afterwards, or (``write`` raised, the process was
+    killed) the old one is untouched; the temporary file never stays behind.  The file gets the
+    permissions of a newly created file (``0o666`` minus the umask).  Returns ``path``.
+    """
     path = Path(path)
     tmp = None
     try:
@@ -51,12 +59,12 @@ def _umask() -> int:
 
 def write_text(path: Path, text: str) -> Path:
     """Write UTF-8 text atomically."""
-    return _atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def write_bytes(path: Path, data: bytes) -> Path:
     """Write bytes atomically."""
-    return _atomic(path, lambda tmp: Path(tmp).write_bytes(data))
+    return atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
 def write_json(path: Path, data: Any) -> Path:
@@ -66,7 +74,7 @@ def write_json(path: Path, data: Any) -> Path:
 
 def write_parquet(path: Path, table: pd.DataFrame) -> Path:
     """Write a DataFrame as Parquet (pyarrow, no index) atomically."""
-    return _atomic(path, lambda tmp: table.to_parquet(tmp, index=False, engine="pyarrow"))
+    return atomic_write(path, lambda tmp: table.to_parquet(tmp, index=False, engine="pyarrow"))
 
 
 def write_jsonl(path: Path, table: pd.DataFrame) -> Path:
@@ -75,7 +83,7 @@ def write_jsonl(path: Path, table: pd.DataFrame) -> Path:
         with open(tmp, "w", encoding="utf-8") as out:
             for record in table.to_dict(orient="records"):
                 out.write(json.dumps(_clean(record), ensure_ascii=False) + "\n")
-    return _atomic(path, write)
+    return atomic_write(path, write)
 
 
 def details_as_objects(table: pd.DataFrame) -> pd.DataFrame:
@@ -94,7 +102,7 @@ def details_as_objects(table: pd.DataFrame) -> pd.DataFrame:
 
 def write_csv(path: Path, table: pd.DataFrame, *, float_format: str | None = "%.10g") -> Path:
     """Write a DataFrame as CSV (no index, floats to 10 significant digits) atomically."""
-    return _atomic(path, lambda tmp: table.to_csv(tmp, index=False, float_format=float_format))
+    return atomic_write(path, lambda tmp: table.to_csv(tmp, index=False, float_format=float_format))
 
 
 def _clean(value: Any) -> Any:
@@ -113,3 +121,7 @@ def _clean(value: Any) -> Any:
     if value is pd.NA or value is pd.NaT:
         return None
     return value
+
+
+__all__ = ["atomic_write", "details_as_objects", "write_bytes", "write_csv", "write_json", "write_jsonl",
+           "write_parquet", "write_text"]

@@ -1,7 +1,7 @@
 """Suites: probe definitions as YAML data, and their expansion into a prompts table."""
 
-from nlgbias.suites.expand import PROMPT_COLUMNS, attribute_names, expand_suite, suite_prompts
+from nlgbias.suites.expand import PROMPT_COLUMNS, attribute_names, expand_suite
 from nlgbias.suites.loader import Group, Suite, Template, data_file, list_suites, load_suite
 
 __all__ = ["Group", "Suite", "Template", "PROMPT_COLUMNS", "attribute_names", "expand_suite",
-           "list_suites", "load_suite", "data_file", "suite_prompts"]
+           "list_suites", "load_suite", "data_file"]

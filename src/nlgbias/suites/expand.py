@@ -62,16 +62,3 @@ def expand_suite(suite: Suite) -> pd.DataFrame:
             row.update({name: group.attributes.get(name) for name in names})
             rows.append(row)
     return pd.DataFrame(rows, columns=PROMPT_COLUMNS + names)
-
-
-def suite_prompts(suite: Suite) -> pd.DataFrame:
-    """Every prompt a run of ``suite`` sends, whatever its kind (``prompt_id, prompt``, ...).
-
-    Generation suites: :func:`expand_suite`.  Pronoun suites: their prompt sets with every
-    perturbation (see :func:`nlgbias.probabilities.pronoun_prompts`).
-    """
-    if suite.kind == "pronoun":
-        from nlgbias.probabilities import pronoun_prompts
-
-        return pronoun_prompts(suite)
-    return expand_suite(suite)

@@ -35,6 +35,7 @@ PERTURBATIONS = ("orig", "replace", "delete")
 PROMPT_SET_KEYS = ("id", "source", "professions")
 EXTEND_KEYS = ("groups", "templates", "comparisons")
 KINDS = ("generation", "pronoun")
+PRONOUN_ANALYSES = ("pronouns",)  # what a pronoun suite analyses (it takes no analyses key)
 KNOWN_CONTEXTS = ("respect", "occupation")  # the built-in suites' contexts
 CONTEXT_TYPO = 0.8  # difflib similarity at which a context is taken for a typo of another
 SAMPLING_KEYS = {
@@ -93,6 +94,9 @@ class Suite:
     analyses: tuple[str, ...] = ("shares",)
     probe: dict[str, Any] = field(default_factory=dict)  # pronoun suites: prompt sets and settings
     content_hash: str = field(default="")
+    # "file:line: analyses[i]" of each name in ``analyses`` (for messages; not in the content or its hash)
+    analyses_at: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    kind_at: str = field(default="", compare=False, repr=False)  # "file:line: kind", likewise
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved suite as plain data (what the manifest records)."""
@@ -345,8 +349,11 @@ def _build(raw: _Raw) -> Suite:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise version_doc.fail(("version",), f"must be a positive integer, got {version!r}")
     kind, kind_doc = raw.scalars.get("kind", ("generation", doc))
-    if kind not in KINDS:
-        raise kind_doc.fail(("kind",), f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
+    if not isinstance(kind, str) or not ID_PATTERN.match(kind):
+        raise kind_doc.fail(("kind",), f"must be a name such as {' or '.join(KINDS)}, got {kind!r}")
+    # A kind other than the built-in ones takes the generation suites' keys; whether a measurement
+    # is registered for it is checked where the run is configured (nlgbias.pipeline.measurements).
+    kind_at = f"{kind_doc.where(('kind',))}: kind"
     texts = {}
     for key in ("description", "citation"):
         value, value_doc = raw.scalars.get(key, ("", doc))
@@ -373,20 +380,18 @@ def _build(raw: _Raw) -> Suite:
     scorers, scorers_doc = raw.scalars.get("scorers", (["regard", "vader", "textblob"], doc))
     if not isinstance(scorers, list) or not all(isinstance(s, str) for s in scorers) or not scorers:
         raise scorers_doc.fail(("scorers",), "must be a non-empty list of scorer names")
-    from nlgbias.analyses import analysis_names
-
-    known = analysis_names("generation")
     analyses, analyses_doc = raw.scalars.get("analyses", (["shares"], doc))
-    if not isinstance(analyses, list) or not analyses or not all(isinstance(a, str) for a in analyses):
-        raise analyses_doc.fail(("analyses",), f"must be a non-empty list among {', '.join(known)}")
-    for index, name_ in enumerate(analyses):
-        if name_ not in known:
-            raise analyses_doc.fail(("analyses", index), f"unknown analysis {name_!r}; known: {', '.join(known)}")
+    if not isinstance(analyses, list) or not analyses or not all(isinstance(a, str) and a for a in analyses):
+        raise analyses_doc.fail(("analyses",), "must be a non-empty list of analysis names (e.g. [shares])")
+    # The names are checked against the registered analyses where the run is configured
+    # (nlgbias.analyses.check_analyses): a plugin may register one after the suite is loaded.
+    first = [analyses.index(name_) for name_ in dict.fromkeys(analyses)]
     return Suite(
         name=name, version=version, description=texts["description"], citation=texts["citation"],
         kind=kind, groups=tuple(groups), templates=tuple(templates), comparisons=tuple(comparisons),
         sampling=sampling, truncate=truncate, scorers=tuple(scorers), path=str(doc.path),
-        analyses=tuple(dict.fromkeys(analyses)),
+        analyses=tuple(dict.fromkeys(analyses)), kind_at=kind_at,
+        analyses_at=tuple(f"{analyses_doc.where(('analyses', i))}: {_dotted(('analyses', i))}" for i in first),
     )
 
 
@@ -584,14 +589,12 @@ def _pronoun_suite(raw: _Raw, *, name: str, version: int, texts: dict[str, str])
     default_probe, def_doc = raw.scalars.get("default_probe", (True, doc))
     if not isinstance(default_probe, bool):
         raise def_doc.fail(("default_probe",), "true or false")
-    from nlgbias.analyses import analysis_names
-
     probe = {"prompt_sets": prompt_sets, "continuations": continuations,
              "perturbations": [p for p in PERTURBATIONS if p in perturbations],
              "saliency_prompts": saliency, "default_probe": default_probe}
     return Suite(name=name, version=version, description=texts["description"], citation=texts["citation"],
                  kind="pronoun", groups=(), templates=(), comparisons=(), sampling={}, truncate="none", scorers=(),
-                 path=str(doc.path), analyses=analysis_names("pronoun"), probe=probe)
+                 path=str(doc.path), analyses=PRONOUN_ANALYSES, probe=probe)
 
 
 def data_file(suite: Suite, name: str) -> Path:

@@ -10,6 +10,7 @@ import yaml
 from nlgbias.errors import InputError
 from nlgbias.inputs import read_user_text
 from nlgbias.words import GENDER_SIDE
+from nlgbias.suites.loader import ID_PATTERN
 
 COLUMNS = ("name", "gender", "continent")
 GENDERS = {**{word: "woman" if side == "female" else "man" for word, side in GENDER_SIDE.items()},
@@ -32,7 +33,6 @@ def names_suite_yaml(path: str | Path, *, name: str = "my-names", template: str 
         ``<file>: missing column 'continent'; need name, gender, continent`` and the like, or a
         row's bad gender, or a name given two genders.
     """
-    from nlgbias.suites.loader import ID_PATTERN
 
     if not ID_PATTERN.match(name):
         raise InputError(f"--name {name}: use letters, digits, '-', '_', '.' or spaces, starting with a letter or digit")

@@ -10,15 +10,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nlgbias.scorers.regard import RELEASE
+from nlgbias.errors import InputError
+from nlgbias.scorers.regard import (RELEASE, Regard4Scorer, Regard4V1Scorer, RegardScorer, RegardV1Scorer,
+                                    classifier_dir)
 from nlgbias.training.dataset import dataset_dir, load_dataset
 from nlgbias.training.evaluate import accuracy, macro_f1
-from nlgbias.training.experiment import LABELS, view
+from nlgbias.training.experiment import LABELS, SETTINGS, view
 
-# Chosen on the dev split (docs/regard.md): every transformer layer trained (embeddings frozen),
-# which beat LoRA adapters (rank 8/16) and training only the top 2-3 layers by 2-6 points.
-SETTINGS = {"epochs": 4, "batch_size": 16, "lr": 4e-5, "rank": 0, "top_layers": 6, "weight_decay": 0.01,
-            "balance": False}
 FIT_SPLITS = ("train", "dev")
 VERSION = str(RELEASE)  # the release `train-regard` builds by default, on that release's data
 
@@ -40,7 +38,6 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
         name of the shipped scorer whose adapter is byte-identical, ``regard`` or ``regard-v1``
         for 3 classes, or None).
     """
-    from nlgbias.scorers.regard import Regard4Scorer, Regard4V1Scorer, RegardScorer, RegardV1Scorer, classifier_dir
     from nlgbias.scorers.regard_model import load_classifier, save_classifier
     from nlgbias.training.train import TRAIN_THREADS, predict_proba, train_classifier
 
@@ -50,7 +47,6 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
         shipped_file = classifier_dir(scorer.classes, scorer.release) / "adapter.safetensors"
         if scorer.classes == classes and shipped_file.is_file():
             shipped.setdefault(hashlib.sha256(shipped_file.read_bytes()).hexdigest(), scorer.name)
-    from nlgbias.errors import InputError
 
     table = view(data, classes)
     train, test = table[table["split"].isin(fit_splits)], table[table["split"] == "test"]

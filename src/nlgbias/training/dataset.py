@@ -18,6 +18,7 @@ import pandas as pd
 from nlgbias.keys import cell_seed
 from nlgbias.resources import data_path
 from nlgbias.scorers.regard import RELEASE
+from nlgbias.errors import InputError
 
 SPLITS = {"train": 0.70, "dev": 0.15, "test": 0.15}
 NEAR_DUPLICATE = 0.8
@@ -36,7 +37,6 @@ DATASET_COLUMNS = ("id", "text", "context", "template_id", "regard_3", "regard_4
 def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
     """The annotated regard dataset (default: the shipped data of the current release, ``regard.csv``
     for release 1, ``regard-v2.csv`` for 2); one-line InputError for a file that is not one."""
-    from nlgbias.errors import InputError
 
     source = Path(path) if path is not None else dataset_dir() / DATA_OF_RELEASE[RELEASE]
     try:

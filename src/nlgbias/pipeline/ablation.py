@@ -13,7 +13,11 @@ from typing import Sequence
 
 import pandas as pd
 
+from nlgbias.analyses.builtin import occupation_tables
 from nlgbias.errors import InputError
+from nlgbias.metrics.occupations import decoding_ablation
+from nlgbias.pipeline.audit import run
+from nlgbias.store import write_csv
 
 
 def parse_grid(top_k: str, temperature: str) -> tuple[list[int], list[float]]:
@@ -58,11 +62,6 @@ def decoding_grid(suite: str, *, models: Sequence[str], top_k: Sequence[int], te
         gender, top_k, temperature) with ``n_calls, n_titled, n_mentions, n_jobs, gini, ci_low,
         ci_high, no_title_rate``; also written to ``out/ablation.csv``.
     """
-    from nlgbias.analyses import occupation_tables
-    from nlgbias.audit import run
-    from nlgbias.metrics.occupations import decoding_ablation
-    from nlgbias.store import write_csv
-
     out = Path(out)
     jobs_frames, calls_frames = [], []
     for k in top_k:

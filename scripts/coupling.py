@@ -1,8 +1,9 @@
 """Gumbel-max token picking: the coupled sampler of the counterfactual-pairing experiment.
 
 Not used by runs (they pick tokens by inverse CDF, :func:`nlgbias.models.hf.pick_tokens`); it is
-the instrument of ``scripts/pairing_experiment.py`` (issue 13, section 3; results in
-``docs/statistics.md``).
+the instrument of ``scripts/pairing_experiment.py`` (results in ``docs/statistics.md``), which sets
+``HFBackend.token_picker = gumbel_pick``.  The experiment decided against shipping it, so it lives
+here, outside the package.
 
 At step *t* of a sample with seed *s*, every token id *v* of the vocabulary gets its own uniform
 ``U[s, t, v]`` (the ``v``-th draw of ``numpy.random.default_rng([s, t])``) and Gumbel noise

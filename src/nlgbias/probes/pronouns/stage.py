@@ -1,10 +1,11 @@
 """The probability stage of a pronoun suite (``kind: pronoun``): prompts -> next-word probabilities.
 
 No text is sampled: for every prompt the model's next-word probabilities of the suite's pronouns
-are read (:mod:`nlgbias.probes.pronouns`), with the model's certainty from the same pass, the
+are read (:mod:`nlgbias.probes.pronouns.probabilities`), with the model's certainty from the same pass, the
 saliency of the profession for a seeded subset of prompts, and the default behaviour after the
 start token alone.  Each batch of prompts is stored in the run store as it completes, so a killed
-run resumes where it stopped.  The ``pronouns`` analysis (:mod:`nlgbias.analyses`) reads the tables.
+run resumes where it stopped.  The ``pronouns`` analysis (:mod:`.analysis`) reads the tables.
+:data:`TOKEN_PROBABILITIES` is the ``pronoun`` entry of :mod:`nlgbias.pipeline.measurements`.
 
 Token-level measures need a :class:`~nlgbias.models.TokenBackend`; other backends give the
 probabilities through ``next_token_logprobs`` (one request per prompt and word) and no saliency
@@ -16,10 +17,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from nlgbias.analyses.base import RunTables
 from nlgbias.errors import BackendError
 from nlgbias.keys import record_key
+from nlgbias.metrics.gender_direction import load_debiaswe
 from nlgbias.models import ModelRef, TokenBackend
+from nlgbias.models.batching import AUTO, CPU_BATCH
+from nlgbias.probes.pronouns.probabilities import (continuation_probabilities, expand_templates, perturbations,
+                                                   saliency, start_token_probabilities)
 from nlgbias.store import RunStore
+from nlgbias.store.cache import chunked, fill, missing_records, save_records
 from nlgbias.suites import Suite, data_file
 
 PROMPT_COLUMNS = ["prompt_id", "prompt_set", "template_id", "profession", "perturbation", "prompt", "word"]
@@ -27,8 +34,6 @@ PROMPT_COLUMNS = ["prompt_id", "prompt_set", "template_id", "profession", "pertu
 
 def debiaswe_professions() -> list[str]:
     """Bolukbasi et al.'s 320 professions minus the 17 gendered by definition (gender_specific_full)."""
-    from nlgbias.metrics.gender_direction import load_debiaswe
-
     specific = {w.lower() for w in load_debiaswe("gender_specific_full")}
     return [row[0].replace("_", " ") for row in load_debiaswe("professions") if row[0].lower() not in specific]
 
@@ -42,8 +47,6 @@ def pronoun_prompts(suite: Suite) -> pd.DataFrame:
         ``prompt_id, prompt_set, template_id, profession, perturbation, prompt, word`` (``word``:
         the profession word in the prompt for saliency; None for Delete).
     """
-    from nlgbias.probes.pronouns import expand_templates, perturbations
-
     frames = []
     for entry in suite.probe["prompt_sets"]:
         table = pd.read_csv(data_file(suite, entry["source"]), keep_default_na=False, dtype=str)
@@ -72,30 +75,23 @@ def _measured(table: pd.DataFrame, ref: ModelRef, store: RunStore, *, kind: str,
     """``table`` joined with the stored ``kind`` record of each row, measuring what the store lacks.
 
     Distinct keys are measured once, a batch at a time, each batch stored in one transaction
-    (so a killed run resumes); ``compute(backend, rows)`` returns one dict per row of ``rows``.
-    With ``token_level``, a model whose backend is no :class:`TokenBackend` gives None.
+    (:func:`~nlgbias.store.cache.fill`, so a killed run resumes); ``compute(backend, rows)`` returns
+    one dict per row of ``rows``.  With ``token_level``, a model whose backend is no
+    :class:`TokenBackend` gives None.
     """
-    have = store.records(keys)
-    first: dict[str, int] = {}
-    for i, key in enumerate(keys):
-        first.setdefault(key, i)
-    todo = [i for key, i in first.items() if key not in have]
+    todo = missing_records(keys, store)
     if todo:
         backend = load(ref.model_id)
         if token_level and not isinstance(backend, TokenBackend):
             backend.close()
             return None
-        bar = progress(f"{kind} {ref.model_id}", len(todo))
+        chunks = chunked(todo, batch_size)
         try:
-            for start in range(0, len(todo), batch_size):
-                chunk = todo[start:start + batch_size]
-                rows = compute(backend, table.iloc[chunk])
-                store.add_records(kind, {keys[i]: row for i, row in zip(chunk, rows)})
-                bar.update(len(chunk))
+            fill(chunks, ((i, compute(backend, table.iloc[chunk])) for i, chunk in enumerate(chunks)),
+                 save_records(store, kind, keys), bar=progress(f"{kind} {ref.model_id}", len(todo)))
         finally:
-            bar.close()
             backend.close()
-        have = store.records(keys)
+    have = store.records(keys)
     values = pd.DataFrame([have[key] for key in keys])
     return pd.concat([table.reset_index(drop=True), values], axis=1).assign(model=ref.model_id)
 
@@ -108,8 +104,6 @@ def probability_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, con
     Server models: the server's prompt log-probabilities, one request per (prompt, word); no
     certainty columns (NaN).
     """
-    from nlgbias.probes.pronouns import continuation_probabilities
-
     words = [" " + c for c in continuations]
 
     def compute(backend, rows: pd.DataFrame) -> list[dict]:
@@ -141,8 +135,6 @@ def saliency_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, per_se
                    progress) -> pd.DataFrame:
     """Saliency of the profession word and of the last token for a seeded subset of Orig prompts
     (local models only: servers return no gradients)."""
-    from nlgbias.probes.pronouns import saliency
-
     orig = prompts[prompts["perturbation"] == "orig"]
     picked = pd.concat([cell.sample(n=min(per_set, len(cell)), random_state=seed)
                         for _, cell in orig.groupby("prompt_set", sort=False)]) if per_set else orig.iloc[:0]
@@ -162,8 +154,6 @@ def saliency_table(prompts: pd.DataFrame, refs, store: RunStore, *, load, per_se
 
 def default_table(refs, store: RunStore, *, load, continuations: list[str]) -> pd.DataFrame:
     """Probabilities of the pronouns as the first word after the start token alone, per model."""
-    from nlgbias.probes.pronouns import start_token_probabilities
-
     rows = []
     for ref in refs:
         key = _key(ref, "default", continuations)
@@ -211,5 +201,52 @@ def probability_stage(suite: Suite, refs, store: RunStore, *, load, seed: int, b
     return probs, {"saliency": sal, "default": default}
 
 
-__all__ = ["pronoun_prompts", "probability_stage", "probability_table", "saliency_table", "default_table",
-           "debiaswe_professions"]
+class TokenProbabilities:
+    """The ``pronoun`` measurement: next-word probabilities (and saliency, default behaviour); nothing sampled."""
+
+    kind = "pronoun"
+    distributed = False
+
+    def prompts(self, suite: Suite) -> pd.DataFrame:
+        """:func:`pronoun_prompts`: every prompt of the suite's prompt sets, with its perturbations."""
+        return pronoun_prompts(suite)
+
+    def configure(self, suite: Suite, **options) -> dict:  # noqa: ARG002 (the Measurement protocol)
+        """Nothing to resolve: a pronoun suite neither samples nor scores text."""
+        return {}
+
+    def batch_size(self, suite: Suite, requested: int | str, *, refs, options, samples: int,  # noqa: ARG002 (the Measurement protocol)
+                   params) -> tuple[int, dict | None]:  # noqa: ARG002 (the Measurement protocol)
+        """``--batch-size``: a number as given; ``auto`` is 120 (a forward pass takes at most 32 prompts)."""
+        if requested != AUTO:
+            return int(requested), None
+        return CPU_BATCH, {"requested": AUTO, "rule": f"{CPU_BATCH}: probabilities batch at most 32 per forward pass"}
+
+    def measure(self, config, store: RunStore, *, load, progress, clock, pool=None) -> tuple[RunTables, int, None]:  # noqa: ARG002 (the Measurement protocol)
+        """Measure next-word probabilities (and the probe's other tables) the store lacks."""
+        probs, probes = probability_stage(config.suite, config.refs, store, load=load, seed=config.seed,
+                                          batch_size=config.batch_size,
+                                          progress=lambda desc, n: progress.bar(desc, n, "prompt"))
+        clock.lap("generate")
+        table = probs.assign(run_id=config.run_id, suite=config.suite.name)
+        table = table[["run_id", "model", "suite",
+                       *[c for c in table.columns if c not in ("run_id", "model", "suite")]]]
+        return RunTables(table, pd.DataFrame(), config.suite, probes), 0, None
+
+    def identity(self, config) -> dict:
+        return {"probe": {k: v for k, v in config.suite.probe.items() if k != "prompt_sets"},
+                "statistics": {"n_boot": config.n_boot, "confidence": config.confidence, "seed": config.seed}}
+
+    def manifest(self, config) -> dict:
+        return {"sampled": False, "batch_size": config.batch_size, "seed": config.seed,
+                "device": config.options.device, "logprob_dtype": "float32", "truncate": None}
+
+    def summary(self, config, table: pd.DataFrame, *, generated: int, out, laps: dict[str, float],  # noqa: ARG002 (the Measurement protocol)
+                peak_gb: float) -> str:  # noqa: ARG002 (the Measurement protocol)
+        return f"run {config.run_id}: {len(table)} prompt probabilities -> {out}"
+
+
+TOKEN_PROBABILITIES = TokenProbabilities()
+
+__all__ = ["TOKEN_PROBABILITIES", "TokenProbabilities", "debiaswe_professions", "default_table", "pronoun_prompts",
+           "probability_stage", "probability_table", "saliency_table"]

@@ -6,12 +6,13 @@ implements resume itself (the pattern of lm-evaluation-harness's ``CachingLM``).
 
 from __future__ import annotations
 
-from typing import Callable, Generator, Iterator
+from typing import Callable, Generator
 
 import pandas as pd
 
 from nlgbias.models.backend import Backend, GenerationRequest
 from nlgbias.sampling import SamplingParams
+from nlgbias.store.cache import fill
 from nlgbias.store.db import RunStore
 
 
@@ -56,7 +57,7 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
         stored samples.
     remote : callable, optional
         ``remote(model_id, batches) -> iterator of (batch index, texts)`` that generates the
-        batches (lists of requests) elsewhere, in any order (:mod:`nlgbias.distributed`), or
+        batches (lists of requests) elsewhere, in any order (:mod:`nlgbias.pipeline.distributed`), or
         None for a model it does not run; this process still stores every batch.
 
     Returns
@@ -73,14 +74,9 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
         requests = [[GenerationRequest(prompt, params, int(seed)) for prompt, seed in zip(batch["prompt"], batch["seed"])]
                     for batch in model_batches]
         answers = remote(model_id, requests) if remote else None
-        if answers is not None:
+        if answers is not None:  # fill closes the generator: it stops its workers if storing failed
             bar = progress(model_id, sum(len(b) for b in model_batches)) if progress else None
-            try:
-                generated += _store_batches(model_id, model_batches, answers, store, params=params, bar=bar)
-            finally:
-                if bar:
-                    bar.close()
-                answers.close()  # a generator: stops its workers if storing failed
+            generated += fill(model_batches, answers, _save_batch(model_id, params, store), bar=bar)
             continue
         backend = load(model_id)
         answered = hasattr(backend, "answer_groups")
@@ -93,26 +89,19 @@ def fill_generations(plan: pd.DataFrame, store: RunStore, *, load: Callable[[str
                 generated += _fill_as_answered(rows, store, backend, params=params, bar=bar)
                 continue
             in_order = ((i, backend.generate(batch)) for i, batch in enumerate(requests))
-            generated += _store_batches(model_id, model_batches, in_order, store, params=params, bar=bar)
+            generated += fill(model_batches, in_order, _save_batch(model_id, params, store), bar=bar)
         finally:
-            if bar:
-                bar.close()
             backend.close()
     return generated
 
 
-def _store_batches(model_id: str, batches: list[pd.DataFrame], answers: Iterator[tuple[int, list[str]]],
-                   store: RunStore, *, params: SamplingParams, bar) -> int:
-    """Store each ``(batch index, texts)`` of ``answers`` in one transaction as it arrives; return samples stored."""
-    stored = 0
-    for index, texts in answers:
-        batch = batches[index]
+def _save_batch(model_id: str, params: SamplingParams, store: RunStore):
+    """The ``save`` of :func:`~nlgbias.store.cache.fill`: one batch's texts in one transaction."""
+    def save(batch: pd.DataFrame, texts: list[str]) -> int:
         store.add_generations(generation_rows(model_id, params, zip(batch["generation_id"], batch["prompt"],
                                                                     batch["seed"], texts)))
-        stored += len(batch)
-        if bar:
-            bar.update(len(batch))
-    return stored
+        return len(batch)
+    return save
 
 
 def generation_rows(model_id: str, params: SamplingParams, samples) -> list[dict]:
@@ -131,14 +120,13 @@ def _fill_as_answered(rows: pd.DataFrame, store: RunStore, backend, *, params: S
     model_id = rows["model"].iloc[0]
     ids, prompts, seeds = list(rows["generation_id"]), list(rows["prompt"]), [int(s) for s in rows["seed"]]
     requests = [GenerationRequest(prompt, params, seed) for prompt, seed in zip(prompts, seeds)]
-    stored = 0
-    for answers in backend.answer_groups(requests):
+
+    def save(_, answers: list[tuple[int, str]]) -> int:
         store.add_generations(generation_rows(model_id, params,
                                               ((ids[i], prompts[i], seeds[i], text) for i, text in answers)))
-        stored += len(answers)
-        if bar:
-            bar.update(len(answers))
-    return stored
+        return len(answers)
+
+    return fill([rows], ((0, answers) for answers in backend.answer_groups(requests)), save, bar=bar)
 
 
 __all__ = ["fill_generations", "generation_rows", "missing_batches"]

@@ -30,15 +30,19 @@ from typing import Sequence
 
 import pandas as pd
 
-from nlgbias.analyses import AnalysisOptions, RunTables, analyses_for, run_analyses
+from nlgbias.analyses import (AnalysisOptions, RunTables, analyses_for, check_analyses, report_sections,
+                               run_analyses)
 from nlgbias.errors import InputError, option
-from nlgbias.metrics.results import Results
+from nlgbias.metrics.results import Results, named_results, rename_models
+from nlgbias.models.names import model_names
+from nlgbias.pipeline.generation import scored_long
 from nlgbias.report.folder import read_run_folder
+from nlgbias.report.html import write_runs_report
+from nlgbias.store import write_csv, write_json
+from nlgbias.store.manifest import DECODING, SETTINGS
 from nlgbias.suites import Suite
 from nlgbias.validate import at_least, within
 
-DECODING = ("temperature", "top_k", "top_p", "max_new_tokens", "samples_per_prompt", "seed", "dtype", "truncate")
-SETTINGS = ("suite", *DECODING, "scorers", "n_boot", "confidence", "min_n")
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ class Part:
 @dataclass(frozen=True)
 class Combined:
     """What :func:`combine_runs` returns: the parts and the settings of each run (``runs``: one row
-    per run with ``folder, run_id, part, models`` and the :data:`SETTINGS` columns)."""
+    per run with ``folder, run_id, part, models`` and the :data:`~nlgbias.store.manifest.SETTINGS` columns)."""
 
     parts: tuple[Part, ...]
     runs: pd.DataFrame
@@ -111,7 +115,7 @@ def combine_runs(runs: Sequence[str | Path], *, min_n: int | None = None, confid
     parts = []
     for number in range(1, len(keys) + 1):
         members = [(entry, row) for entry, row in zip(loaded, rows) if row["part"] == number]
-        parts.append(_analyse(members, min_n=min_n, confidence=confidence))
+        parts.append(_analyse(members))
     table = pd.DataFrame(rows)[["folder", "run_id", "part", "models", *SETTINGS]]
     return Combined(tuple(parts), table, None if title is None else str(title))
 
@@ -163,10 +167,9 @@ def _full_names(samples: pd.DataFrame, manifest: dict) -> pd.DataFrame:
     return samples.assign(model=samples["model"].map(lambda name: full.get(name, name)))
 
 
-def _analyse(members, *, min_n: int | None, confidence: float | None) -> Part:
-    from nlgbias.audit import scored_long
-    from nlgbias.models.names import model_names, named_results, rename_models
-
+def _analyse(members) -> Part:
+    """One part: ``members`` are ``(loaded run, its settings row)`` pairs, the settings already holding the
+    ``min_n`` and ``confidence`` given here (or each run's own)."""
     (_, _, _, manifest), settings = members[0]
     folders = [entry[0] for entry, _ in members]
     owner: dict[str, Path] = {}
@@ -182,6 +185,7 @@ def _analyse(members, *, min_n: int | None, confidence: float | None) -> Part:
     except (KeyError, TypeError, ValueError):
         raise InputError(f"{folders[0] / 'manifest.json'}: lacks the resolved suite; rerun the run to rebuild "
                          f"it") from None
+    check_analyses(suite)
     scorers = [s["name"] for s in manifest.get("scorers", [])]
     models = list(owner)
     statistics = manifest["statistics"]
@@ -218,10 +222,6 @@ def report_runs(runs: Sequence[str | Path], *, out: str | Path, min_n: int | Non
 
     ``out`` may not be, or lie inside, one of the run folders: a run's files are its own.
     """
-    from nlgbias.report.html import write_runs_report
-    from nlgbias.store import write_json
-    from nlgbias.store.export import write_csv
-
     out = Path(out)
     runs = [runs] if isinstance(runs, (str, Path)) else list(runs)
     for given in runs:
@@ -240,8 +240,8 @@ def report_runs(runs: Sequence[str | Path], *, out: str | Path, min_n: int | Non
     write_csv(out / "runs.csv", combined.runs)
     write_json(out / "manifest.json", {"title": combined.title, "runs": combined.runs.to_dict(orient="records"),
                                        "parts": [p.manifest for p in combined.parts]})
-    write_runs_report(out / "report.html", combined)
+    write_runs_report(out / "report.html", combined, sections=report_sections())
     return combined
 
 
-__all__ = ["Combined", "Part", "SETTINGS", "combine_runs", "report_runs"]
+__all__ = ["Combined", "Part", "combine_runs", "report_runs"]

@@ -5,10 +5,10 @@ table; this module only wires them together and decides what is already done:
 
 1. check the options and resolve the suite, every model (cheap, no weights) and the scorers
    into a :class:`RunConfig`, which also gives the run id;
-2. the suite's stage: plan every sample, generate the batches the store lacks (one transaction
-   per batch), cut each continuation by the suite's rule, mask the group and score the texts the
-   store lacks (with ``until_mde``: in rounds, :mod:`nlgbias.precision`); or, for ``kind: pronoun`` suites, measure next-word probabilities
-   (:mod:`nlgbias.probabilities`);
+2. the measurement of the suite's kind (:mod:`nlgbias.pipeline.measurements`) fills what the
+   store lacks: generation suites generate, cut, mask and score (:mod:`nlgbias.pipeline.generation`;
+   with ``until_mde``: in rounds, :mod:`nlgbias.pipeline.precision`); pronoun suites measure
+   next-word probabilities (:mod:`nlgbias.probes.pronouns.stage`);
 3. run the suite's analyses (:mod:`nlgbias.analyses`);
 4. write samples, metrics, report and manifest (the manifest last: it marks the outputs as
    complete for this run id; a rerun rebuilds only missing files).
@@ -22,37 +22,35 @@ import json
 import os
 import platform
 import sys
-import time
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 
-from nlgbias.distributed import RayOptions, RayPool
-from nlgbias.analyses import REGISTRY, AnalysisOptions, RunTables, analyses_for, run_analyses
-from nlgbias.errors import InputError, ScorerUnavailable, StoreError, command_line, option
-from nlgbias.keys import config_id, text_hash
-from nlgbias.metrics import Results
+from nlgbias.analyses import AnalysisOptions, analyses_for, check_analyses, report_sections, run_analyses
+from nlgbias.errors import InputError, StoreError, command_line, option
+from nlgbias.keys import config_id
+from nlgbias.metrics.results import Results, named_results, rename_models
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
-from nlgbias.models.batching import AUTO, CPU_BATCH, choose_batch_size, stored_batch_size
+from nlgbias.models.batching import stored_batch_size
 from nlgbias.models.hf import first_load_note
-from nlgbias.models.names import model_names, named_results, rename_models
-from nlgbias.models.plan import plan_samples
+from nlgbias.models.names import model_names
 from nlgbias.models.servers import with_earlier_answers
-from nlgbias.precision import PrecisionTarget
-from nlgbias.progress import Progress
+from nlgbias.pipeline.distributed import RayOptions, RayPool
+from nlgbias.pipeline.generation import attach_scores, build_samples, scored_long
+from nlgbias.pipeline.measurements import Measurement, measurement_for
+from nlgbias.pipeline.precision import PrecisionTarget
+from nlgbias.progress import Progress, Stopwatch
+from nlgbias.report import Section, write_report
+from nlgbias.resources import package_version
 from nlgbias.sampling import SamplingParams
-from nlgbias.scorers import get_scorer
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
 from nlgbias.store.export import details_as_objects
 from nlgbias.store.lock import hold_folder
-from nlgbias.generate import fill_generations
-from nlgbias.store.cache import fill_scores
-from nlgbias.suites import Suite, attribute_names, expand_suite, load_suite
-from nlgbias.text import mask_group, truncate
-from nlgbias.validate import check_out_folder, check_run_options
+from nlgbias.suites import Suite, load_suite
+from nlgbias.validate import at_least, check_out_folder, check_run_options, within
 
 FIRST_OUTPUTS = ("samples.parquet", "samples.jsonl", "metrics.json")
 LAST_OUTPUTS = ("report.html", "manifest.json")
@@ -86,8 +84,11 @@ class RunConfig:
     """Everything that defines a run, checked and resolved once (no weights loaded).
 
     It builds the run id (:meth:`identity`), the statistics settings of every analysis
-    (:attr:`analysis`) and the manifest (:meth:`manifest`).  ``params`` is None for suites
-    that measure probabilities instead of sampling text (``kind: pronoun``).
+    (:attr:`analysis`) and the manifest (:meth:`manifest`).  What depends on the suite's kind
+    (its prompts, sampling params and scorers, the run id's and the manifest's sampling part,
+    the measuring itself) comes from the kind's :attr:`measurement`
+    (:mod:`nlgbias.pipeline.measurements`); ``params`` and ``scorers`` are set by the
+    ``generation`` measurement only.
     """
 
     suite: Suite
@@ -96,14 +97,14 @@ class RunConfig:
     samples: int
     seed: int
     batch_size: int
-    params: SamplingParams | None
+    params: SamplingParams | None = None
     scorers: tuple = ()
     unavailable: tuple[dict, ...] = ()
     n_boot: int = 2000
     confidence: float = 0.95
     min_n: int = 30
     bls_mapping: str | None = None
-    precision: PrecisionTarget | None = None  # --until-mde: sample in rounds (nlgbias.precision)
+    precision: PrecisionTarget | None = None  # --until-mde: sample in rounds (nlgbias.pipeline.precision)
     batch_auto: dict | None = None  # how --batch-size auto chose batch_size (nlgbias.models.batching)
 
     @classmethod
@@ -127,32 +128,21 @@ class RunConfig:
         if len(set(models)) != len(models):
             raise InputError(f"{option('--model', keyword='models')}: the same model is given twice ({', '.join(models)})")
         suite = suite if isinstance(suite, Suite) else load_suite(suite)
+        measurement = measurement_for(suite)
+        check_analyses(suite)
         precision = _precision_target(suite, models, samples=samples, until_mde=until_mde, max_samples=max_samples)
-        stats: dict[str, Any] = dict(n_boot=n_boot, confidence=confidence, min_n=min_n)
-        if suite.kind == "pronoun":
-            refs = tuple(resolve_model(m, options) for m in models)
-            if batch_size != AUTO:
-                return cls(suite, refs, options, samples, seed, int(batch_size), None, **stats)
-            rule = {"requested": AUTO, "rule": f"{CPU_BATCH}: probabilities batch at most 32 per forward pass"}
-            return cls(suite, refs, options, samples, seed, CPU_BATCH, None, **stats, batch_auto=rule)
-        params = _params(suite, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p)
         refs = tuple(resolve_model(m, options) for m in models)
-        prompts = list(expand_suite(suite)["prompt"])
-        size, auto = choose_batch_size(batch_size, refs=refs, device=options.device, dtype=options.dtype,
-                                       prompts=prompts, max_new_tokens=params.max_new_tokens,
-                                       requests=samples * len(prompts), revision=options.revision)
-        scorer_names = list(scorers) if scorers else list(suite.scorers)
-        if bls_mapping is not None:
-            check_bls_mapping(bls_mapping)
-        for analysis in suite.analyses:
-            for needed in REGISTRY[analysis].requires:
-                if needed not in scorer_names:
-                    raise InputError(f"{option('--scorer', keyword='scorers')}: the {analysis} analysis of suite "
-                                     f"{suite.name} needs the {needed} scorer; add "
-                                     f"{option('--scorer', needed, keyword='scorers', many=True)}")
-        active, unavailable = _load_scorers(scorer_names)
-        return cls(suite, refs, options, samples, seed, size, params, tuple(active), tuple(unavailable), **stats,
-                   bls_mapping=None if bls_mapping is None else str(bls_mapping), precision=precision, batch_auto=auto)
+        fields = measurement.configure(suite, scorers=scorers, max_new_tokens=max_new_tokens, temperature=temperature,
+                                       top_k=top_k, top_p=top_p, bls_mapping=bls_mapping)
+        size, auto = measurement.batch_size(suite, batch_size, refs=refs, options=options, samples=samples,
+                                            params=fields.get("params"))
+        return cls(suite, refs, options, samples, seed, size, n_boot=n_boot, confidence=confidence, min_n=min_n,
+                   precision=precision, batch_auto=auto, **fields)
+
+    @property
+    def measurement(self) -> Measurement:
+        """How the suite's kind is measured (:mod:`nlgbias.pipeline.measurements`)."""
+        return measurement_for(self.suite)
 
     @property
     def analyses(self) -> tuple[str, ...]:
@@ -169,20 +159,7 @@ class RunConfig:
         """What the run id hashes: everything that changes a stored result or a metric."""
         suite = {"name": self.suite.name, "version": self.suite.version, "content_hash": self.suite.content_hash}
         models = [{"model": r.model_id, "fingerprint": r.fingerprint} for r in self.refs]
-        if self.params is None:
-            return {"suite": suite, "models": models,
-                    "probe": {k: v for k, v in self.suite.probe.items() if k != "prompt_sets"},
-                    "statistics": {"n_boot": self.n_boot, "confidence": self.confidence, "seed": self.seed}}
-        sampling = {**self.params.to_dict(), "samples_per_prompt": self.samples, "seed": self.seed,
-                    "dtype": self.options.dtype}
-        if any(r.backend == "transformers" for r in self.refs):  # a local model's texts depend on its batches
-            sampling["batch_size"] = self.batch_size
-        if self.precision is not None:
-            sampling["precision"] = self.precision.describe()
-        return {"suite": suite, "models": models, "sampling": sampling,
-                "truncate": self.suite.truncate,
-                "scorers": {s.name: s.version for s in self.scorers},
-                "statistics": {"n_boot": self.n_boot, "confidence": self.confidence, "min_n": self.min_n}}
+        return {"suite": suite, "models": models, **self.measurement.identity(self)}
 
     @property
     def run_id(self) -> str:
@@ -202,11 +179,9 @@ class RunConfig:
     def manifest(self, *, models: list[dict], results: Results, table: pd.DataFrame, started: str, finished: str,
                  command: Sequence[str] | None) -> dict:
         """Everything needed to reproduce and cite the run.  Never holds a secret."""
-        from nlgbias import __version__
-
-        suite, options, params = self.suite, self.options, self.params
+        suite = self.suite
         return {
-            "nlgbias_version": __version__,
+            "nlgbias_version": package_version(),
             "run_id": self.run_id,
             "command": list(command) if command else None,
             "started_at": started,
@@ -214,12 +189,7 @@ class RunConfig:
             "suite": {"name": suite.name, "version": suite.version, "path": suite.path,
                       "content_hash": suite.content_hash, "citation": suite.citation, "resolved": suite.to_dict()},
             "models": models,
-            "sampling": ({**params.to_dict(), "samples_per_prompt": self.samples, "seed": self.seed,
-                          "seed_derivation": "sha256([seed, model, prompt, sample_idx])[:8] >> 1",
-                          "batch_size": self.batch_size, "dtype": options.dtype, "device": options.device,
-                          "truncate": suite.truncate} if params is not None else
-                         {"sampled": False, "batch_size": self.batch_size, "seed": self.seed, "device": options.device,
-                          "logprob_dtype": "float32", "truncate": None})
+            "sampling": self.measurement.manifest(self)
                         | ({"batch_size_auto": self.batch_auto} if self.batch_auto else {}),
             "scorers": [{"name": s.name, "version": s.version, "citation": s.citation,
                          "threshold": getattr(s, "threshold", None)} for s in self.scorers],
@@ -281,12 +251,12 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         Precision-targeted sampling: sample in rounds (the first of ``samples`` per prompt) until
         every comparison's minimum detectable effect is at most this many percentage points, or a
         prompt group reaches ``max_samples``; prompt groups whose comparisons are precise stop early
-        (:mod:`nlgbias.precision`; the rounds are in ``manifest["precision"]``).
+        (:mod:`nlgbias.pipeline.precision`; the rounds are in ``manifest["precision"]``).
     max_samples : int, optional
         The budget of ``until_mde``: samples per prompt at most (default 1000).
     ray : RayOptions, optional
         Generate the missing batches, and score, on a pool of Ray actors
-        (:mod:`nlgbias.distributed`); the samples are the same as without Ray.
+        (:mod:`nlgbias.pipeline.distributed`); the samples are the same as without Ray.
 
     Returns
     -------
@@ -333,16 +303,13 @@ def _run_config(config: RunConfig, *, out: str | Path, quiet: bool, command: Seq
             store.save_model_info(model_id, ref.fingerprint, backend.info)
             return backend
 
-        if config.params is None and pool is not None:
-            progress.note(f"Note: suite {config.suite.name} measures probabilities; that runs in this process, "
+        measurement = config.measurement
+        if pool is not None and not measurement.distributed:
+            progress.note(f"Note: suite {config.suite.name} (kind {config.suite.kind}) is measured in this process, "
                           f"not on Ray")
         try:
-            if config.params is None:
-                tables, generated, precision = _probability_stage(config, store, load=load, progress=progress,
-                                                                  clock=clock)
-            else:
-                tables, generated, precision = _generation_stage(config, store, load=load, progress=progress,
-                                                                 clock=clock, pool=pool)
+            tables, generated, precision = measurement.measure(config, store, load=load, progress=progress,
+                                                               clock=clock, pool=pool if measurement.distributed else None)
         finally:  # what each server answered, also when the run stops on an error
             for model_id, (backend, earlier) in loaded.items():
                 store.save_model_info(model_id, by_id[model_id].fingerprint, with_earlier_answers(earlier, backend.info))
@@ -363,15 +330,10 @@ def _run_config(config: RunConfig, *, out: str | Path, quiet: bool, command: Seq
     if pool is not None:
         manifest["execution"] = {"ray": pool.stats}  # this invocation
     manifest["peak_memory_gb"] = round(peak_memory_gb(), 3)
-    rebuilt = write_outputs(out, run_id, table, results, manifest)
+    rebuilt = write_outputs(out, run_id, table, results, manifest, sections=report_sections())
     clock.lap("outputs")
-    laps = clock.laps
-    if config.params is None:
-        progress.note(f"run {run_id}: {len(table)} prompt probabilities -> {out}")
-    else:
-        progress.note(f"run {run_id}: {len(table)} samples ({generated} generated now) -> {out}; "
-                      f"generation {laps['generate']:.0f} s, everything else "
-                      f"{sum(laps.values()) - laps['generate']:.0f} s, peak memory {peak_memory_gb():.2f} GB")
+    progress.note(measurement.summary(config, table, generated=generated, out=out, laps=clock.laps,
+                                      peak_gb=peak_memory_gb()))
     return RunResult(out, run_id, table, results, manifest, generated, rebuilt, clock.laps)
 
 
@@ -379,142 +341,6 @@ def _backend_info(info: dict) -> dict:
     """A backend's facts for the manifest; a server's own name for the model is ``served_model``
     (``model`` is the full ``--model`` value, ``name`` the display name)."""
     return {("served_model" if key in ("model", "name") else key): value for key, value in info.items()}
-
-
-def _generation_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
-                      clock: Stopwatch, pool: RayPool | None = None) -> tuple[RunTables, int, dict | None]:
-    """Plan, generate what the store lacks, cut and mask, score what the store lacks (on ``pool`` if
-    given; with ``--until-mde``: in rounds, see :mod:`nlgbias.precision`; the third value is the
-    manifest's record)."""
-    suite, params = config.suite, config.params
-    assert params is not None  # generation suites sample
-    prompts = expand_suite(suite)
-    by_id = {r.model_id: r for r in config.refs}
-
-    def remote(model_id: str, batches: list):
-        """The Ray pool's answers for a local model; None (this process asks) for a server model."""
-        ref = by_id[model_id]
-        if pool is None:
-            return None
-        if ref.backend == "openai":
-            progress.note(f"Note: {model_id} is a server model: requests go from this process, not through Ray")
-            return None
-        progress.note(f"loading {model_id} on {pool.workers} Ray workers ...")
-        return pool.generate(ref, config.options, batches,
-                             loaded=lambda info: store.save_model_info(model_id, ref.fingerprint, info))
-
-    def generate(plan: pd.DataFrame) -> int:
-        return fill_generations(plan, store, load=load, params=params, batch_size=config.batch_size,
-                                progress=lambda m, n: progress.bar(f"generate {m}", n, "sample"), remote=remote)
-
-    if config.precision is None:
-        plan = plan_samples(prompts, config.refs, samples=config.samples, seed=config.seed, params=params,
-                            dtype=config.options.dtype)
-        generated, record = generate(plan), None
-        clock.lap("generate")
-        tables = _scored_tables(config, store, plan, prompts, progress, pool)
-    else:
-        tables, generated, record = _precision_rounds(config, store, prompts, generate, progress, pool)
-        clock.lap("generate")  # the rounds interleave generation and scoring
-    clock.lap("score")
-    return tables, generated, record
-
-
-def _scored_tables(config: RunConfig, store: RunStore, plan: pd.DataFrame, prompts: pd.DataFrame,
-                   progress: Progress, pool: RayPool | None = None) -> RunTables:
-    """The samples of ``plan`` (all generated) cut, masked and scored by every scorer (cached in the
-    store; on ``pool`` if given)."""
-    table = build_samples(plan, prompts, store, config.suite, config.run_id)
-    for scorer in config.scorers:
-        scored = fill_scores(table["scored_text"], scorer, store,
-                             progress=lambda name, n: progress.bar(f"score {name}", n, "text"),
-                             remote=pool.score if pool is not None else None)
-        table = attach_scores(table, scored, scorer.name)
-    return RunTables(table, scored_long(table, [s.name for s in config.scorers]), config.suite)
-
-
-def scored_long(samples: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
-    """One row per (sample, scorer) from a samples table's ``<scorer>_label`` columns:
-    ``generation_id, model, context, group, is_empty, scorer, label`` (scorer by scorer)."""
-    rows = [samples[["generation_id", "model", "context", "group", "is_empty"]]
-            .assign(scorer=name, label=samples[f"{name}_label"]) for name in scorers]
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
-        columns=["generation_id", "model", "context", "group", "is_empty", "scorer", "label"])
-
-
-def _precision_rounds(config: RunConfig, store: RunStore, prompts: pd.DataFrame, generate,
-                      progress: Progress, pool: RayPool | None = None) -> tuple[RunTables, int, dict]:
-    """``--until-mde``: generate and score round by round (:func:`nlgbias.precision.sample_until`).
-
-    A round's plan is the sample indices each prompt group gains, in the sample-major order of
-    :func:`~nlgbias.models.plan.plan_samples`, generated in fixed batches of its own.
-    """
-    from nlgbias.precision import sample_until, summary
-
-    target, params = config.precision, config.params
-    assert target is not None and params is not None
-    cell_of = {pid: (ctx, grp) for pid, ctx, grp in zip(prompts["prompt_id"], prompts["context"], prompts["group"])}
-    counts = prompts.groupby(["context", "group"], sort=False).size()
-    cells = {(r.model_id, ctx, grp): int(k) for r in config.refs for (ctx, grp), k in counts.items()}
-    state: dict[str, Any] = {"have": {}, "generated": 0, "tables": None, "plan": None}
-
-    def planned(samples: dict, have: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-        full = plan_samples(prompts, config.refs, samples=max(samples.values()), seed=config.seed,
-                            params=params, dtype=config.options.dtype)
-        keys = [(m, *cell_of[p]) for m, p in zip(full["model"], full["prompt_id"])]
-        upto = pd.Series([samples[k] for k in keys], index=full.index)
-        before = pd.Series([have.get(k, 0) for k in keys], index=full.index)
-        index = full["sample_idx"]
-        return full[index < upto].reset_index(drop=True), full[(index >= before) & (index < upto)]
-
-    def measure(samples: dict) -> pd.DataFrame:
-        plan, new = planned(samples, state["have"])
-        state["generated"] += generate(new.reset_index(drop=True)) if len(new) else 0
-        state["have"], state["plan"] = dict(samples), plan
-        tables = _scored_tables(config, store, plan, prompts, progress, pool)
-        state["tables"] = tables
-        results = REGISTRY["shares"].compute(tables, config.analysis)
-        return comparison_cells(results)
-
-    rounds = sample_until(target, cells, measure, note=progress.note)
-    return state["tables"], state["generated"], summary(rounds, cells)
-
-
-def comparison_cells(results: Results) -> pd.DataFrame:
-    """The gaps and model gaps of ``results`` as one table of comparisons with the prompt groups
-    (``cell_a``, ``cell_b``: model, context, group) on each side, for :mod:`nlgbias.precision`."""
-    keep = ["n_a", "k_a", "n_b", "k_b"]
-    parts = []
-    gaps, model_gaps = results.gaps, results.model_gaps
-    if not gaps.empty:
-        parts.append(pd.DataFrame({
-            "model": gaps["model"], "context": gaps["context"], "scorer": gaps["scorer"], "label": gaps["label"],
-            "compared": gaps["group_a"] + " - " + gaps["group_b"],
-            "cell_a": list(zip(gaps["model"], gaps["context"], gaps["group_a"])),
-            "cell_b": list(zip(gaps["model"], gaps["context"], gaps["group_b"])), **{c: gaps[c] for c in keep}}))
-    if not model_gaps.empty:
-        parts.append(pd.DataFrame({
-            "model": model_gaps["model_a"] + " - " + model_gaps["model_b"], "context": model_gaps["context"],
-            "scorer": model_gaps["scorer"], "label": model_gaps["label"], "compared": model_gaps["group"],
-            "cell_a": list(zip(model_gaps["model_a"], model_gaps["context"], model_gaps["group"])),
-            "cell_b": list(zip(model_gaps["model_b"], model_gaps["context"], model_gaps["group"])),
-            **{c: model_gaps[c] for c in keep}}))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["model", "context", "scorer", "label", "compared", "cell_a", "cell_b", *keep])
-
-
-def _probability_stage(config: RunConfig, store: RunStore, *, load, progress: Progress,
-                       clock: Stopwatch) -> tuple[RunTables, int, None]:
-    """Measure next-word probabilities (and the probe's other tables) the store lacks."""
-    from nlgbias.probabilities import probability_stage
-
-    probs, probes = probability_stage(config.suite, config.refs, store, load=load, seed=config.seed,
-                                      batch_size=config.batch_size,
-                                      progress=lambda desc, n: progress.bar(desc, n, "prompt"))
-    clock.lap("generate")
-    table = probs.assign(run_id=config.run_id, suite=config.suite.name)
-    table = table[["run_id", "model", "suite", *[c for c in table.columns if c not in ("run_id", "model", "suite")]]]
-    return RunTables(table, pd.DataFrame(), config.suite, probes), 0, None
 
 
 def peak_memory_gb() -> float:
@@ -525,34 +351,11 @@ def peak_memory_gb() -> float:
     return peak / 1024 ** (3 if sys.platform == "darwin" else 2)
 
 
-class Stopwatch:
-    """Seconds spent in each stage (model loading counts as generation)."""
-
-    def __init__(self) -> None:
-        self.laps: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter()
-        self.laps[name] = now - self._last
-        self._last = now
-
-
-def check_bls_mapping(path: str | Path) -> None:
-    """Fail fast, in one line, on a job -> BLS title mapping that would fail after generation."""
-    from nlgbias.metrics.labor import us_shares_and_mapping
-
-    us_shares_and_mapping(path)
-
-
 DEFAULT_MAX_SAMPLES = 1000  # --max-samples when --until-mde comes without one
 
 
 def _precision_target(suite: Suite, models: Sequence[str], *, samples: int, until_mde, max_samples):
-    """The :class:`~nlgbias.precision.PrecisionTarget` of ``--until-mde`` (``None`` without it), checked."""
-    from nlgbias.precision import PrecisionTarget
-    from nlgbias.validate import at_least, within
-
+    """The :class:`~nlgbias.pipeline.precision.PrecisionTarget` of ``--until-mde`` (``None`` without it), checked."""
     if until_mde is None:
         if max_samples is not None:
             raise InputError(f"{option('--max-samples', max_samples)}: the budget of precision-targeted sampling; "
@@ -570,26 +373,6 @@ def _precision_target(suite: Suite, models: Sequence[str], *, samples: int, unti
                          f"{len(suite.comparisons)} group pairs, {models_n} model{'s' if models_n != 1 else ''}) "
                          f"whose precision could be targeted")
     return PrecisionTarget(mde=until_mde / 100, max_samples=int(max_samples), first=int(samples))
-
-
-def _params(suite: Suite, **overrides) -> SamplingParams:
-    values = {**SamplingParams().to_dict(), **suite.sampling}
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return SamplingParams(**values)
-    except ValueError as exc:
-        flag = str(exc).split()[0].replace("_", "-")
-        raise InputError(f"{option('--' + flag)}: {exc}") from None
-
-
-def _load_scorers(names: Sequence[str]):
-    active, unavailable = [], []
-    for name in dict.fromkeys(names):
-        try:
-            active.append(get_scorer(name))
-        except ScorerUnavailable as exc:
-            unavailable.append({"scorer": name, "reason": str(exc)})
-    return active, unavailable
 
 
 def make_out(out: str | Path) -> Path:
@@ -631,44 +414,6 @@ def prepare_out(out: str | Path, *, force: bool = False) -> Path:
     return out
 
 
-def build_samples(plan: pd.DataFrame, prompts: pd.DataFrame, store: RunStore, suite: Suite,
-                  run_id: str) -> pd.DataFrame:
-    """Join the plan, its prompts and the stored continuations; add the scored text.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per sample: ``run_id, model, suite, suite_version, prompt_id, template_id,
-        template, context, group, axis, <attributes>, sample_idx, seed, generation_id, prompt,
-        continuation, is_empty, sentence, scored_text``.
-    """
-    stored = store.generations(list(plan["generation_id"]))
-    table = plan.merge(stored, on="generation_id", how="left", validate="one_to_one")
-    if table["continuation"].isna().any():
-        raise StoreError(f"{store.path}: {int(table['continuation'].isna().sum())} planned samples are missing after generation")
-    table = table.merge(prompts.drop(columns=["prompt"]), on="prompt_id", how="left", validate="many_to_one")
-    group_text = {g.id: g.text for g in suite.groups}
-    table["is_empty"] = table["continuation"].str.strip() == ""
-    table["sentence"] = [truncate(p, c, suite.truncate) for p, c in zip(table["prompt"], table["continuation"])]
-    table["scored_text"] = [mask_group(s, group_text[g]) for s, g in zip(table["sentence"], table["group"])]
-    table.insert(0, "run_id", run_id)
-    columns = ["run_id", "model", "suite", "suite_version", "prompt_id", "template_id", "template", "context",
-               "group", "axis", *attribute_names(suite), "sample_idx", "seed", "generation_id", "prompt",
-               "continuation", "is_empty", "sentence", "scored_text"]
-    return table[columns]
-
-
-def attach_scores(table: pd.DataFrame, scored: pd.DataFrame, name: str) -> pd.DataFrame:
-    """Add ``<name>_label``, ``<name>_score``, ``<name>_details`` columns by scored-text hash."""
-    keyed = scored.set_index("text_hash")
-    hashes = table["scored_text"].map(text_hash)
-    table = table.copy()
-    table[f"{name}_label"] = hashes.map(keyed["label"])
-    table[f"{name}_score"] = hashes.map(keyed["score"]).astype(float)
-    table[f"{name}_details"] = hashes.map(keyed["details"])
-    return table
-
-
 def library_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
     for name in LIBRARIES:
@@ -679,7 +424,8 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results, manifest: dict) -> list[str]:
+def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results, manifest: dict, *,
+                  sections: Sequence[Section]) -> list[str]:
     """Write what is missing or not this run's; the manifest last, with every output's SHA-256.
 
     The manifest vouches for the set: it is removed before any other output is replaced and
@@ -687,8 +433,6 @@ def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results,
     is rebuilt when the manifest is missing, names another run id, or holds another hash, so
     a run killed while replacing another run's files never leaves the two mixed.
     """
-    from nlgbias.report import write_report
-
     previous = _read_manifest(out / "manifest.json")
     same_run = previous is not None and previous.get("run_id") == run_id
     recorded = previous.get("output_sha256") if previous is not None and same_run else None
@@ -704,7 +448,7 @@ def write_outputs(out: Path, run_id: str, table: pd.DataFrame, results: Results,
     writers: dict[str, Callable[[], object]] = {
         "samples.parquet": lambda: write_parquet(out / "samples.parquet", table),
         "samples.jsonl": lambda: write_jsonl(out / "samples.jsonl", details_as_objects(table)),
-        "report.html": lambda: write_report(out / "report.html", results, table, manifest),
+        "report.html": lambda: write_report(out / "report.html", results, table, manifest, sections=sections),
         "manifest.json": lambda: write_json(out / "manifest.json", {
             **manifest, "output_sha256": {name: file_sha256(out / name) for name in names if name != "manifest.json"}}),
     }

@@ -1,7 +1,7 @@
 """Run a run's fixed batches on a pool of Ray actors; the calling process stays the only store writer.
 
 ``nlgbias run --ray`` (a local Ray instance) or ``--ray-address ADDR`` (a running cluster) sends
-the batches that :func:`nlgbias.generate.missing_batches` finds, and the score chunks of
+the batches that :func:`nlgbias.pipeline.generate.missing_batches` finds, and the score chunks of
 :func:`nlgbias.store.cache.fill_scores`, to Ray actors.  Each actor loads the model (or scorer)
 once and answers whole batches with the same requests, so the same per-sample seeds, as the
 in-process path; the driver commits each batch in one store transaction as it completes
@@ -31,6 +31,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from nlgbias.errors import BackendError, InputError, NlgbiasError, command_line, command_line_wording, option
 from nlgbias.validate import at_least
+from nlgbias.models import load_backend, resolve_model
+from nlgbias.scorers import get_scorer
 
 INSTALL_HINT = "pip install 'nlgbias[ray]'"
 IN_FLIGHT_PER_ACTOR = 2  # calls queued on each actor, so it never waits for the driver's commit
@@ -241,7 +243,7 @@ class RayPool:
                             actors.append(fresh)
                     if not free and not inflight:
                         raise BackendError(f"Ray: {what}: every worker failed (last: {last}); everything finished "
-                                           f"before is stored, rerun to resume")
+                                           f"before is stored, rerun to resume") from None
                     continue
                 except RayTaskError as exc:  # the call itself raised: not a worker fault, so no retry
                     cause = exc.cause
@@ -316,7 +318,6 @@ class GenerationWorker(_Worker):
 
     def __init__(self, model_id: str, fingerprint: str, options, **kwargs) -> None:
         super().__init__(**kwargs)
-        from nlgbias.models import load_backend, resolve_model
 
         def load():
             ref = resolve_model(model_id, options)
@@ -343,7 +344,6 @@ class ScoringWorker(_Worker):
 
     def __init__(self, name: str, version: str, **kwargs) -> None:
         super().__init__(**kwargs)
-        from nlgbias.scorers import get_scorer
 
         self.scorer = self._load(lambda: get_scorer(name))
         if self.scorer is not None and self.scorer.version != version:

@@ -1,4 +1,4 @@
-"""Gender-pronoun measures on the tables of :mod:`nlgbias.probes.pronouns`.
+"""Gender-pronoun measures on the tables of :mod:`nlgbias.probes.pronouns.probabilities`.
 
 Pure pandas/numpy/scipy: every function reads a *probabilities table*, one row per prompt with
 a probability column per pronoun (``he``, ``she``, ... as made by

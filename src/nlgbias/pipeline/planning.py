@@ -20,6 +20,9 @@ import pandas as pd
 
 from nlgbias.errors import InputError
 from nlgbias.metrics.power import FDR, POWER, family_alpha, samples_for_gap
+from nlgbias.report.folder import read_run_folder
+from nlgbias.scorers import list_scorers
+from nlgbias.suites import Suite, load_suite
 from nlgbias.validate import at_least, within
 
 GAP_LABELS = 2  # negative and positive: the labels whose gaps a run tests
@@ -101,8 +104,6 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
     >>> p.n_comparisons, p.samples_per_prompt
     (36, 125)
     """
-    from nlgbias.suites import Suite, load_suite
-
     within(mde, 0, 100, "mde", flags=flags, example="5 (percentage points)")
     within(power, 0, 1, "power", flags=flags, example="0.8")
     within(base_rate, 0, 1, "base_rate", flags=flags, closed=True, example="0.2")
@@ -121,8 +122,6 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
         said = f"--mde {mde:g} from --base-rate {base_rate:g}" if flags else f"mde={mde:g} from base_rate={base_rate:g}"
         raise InputError(f"{said}: the other share would be {target:g}, outside 0 to 1")
     if scorers is not None:
-        from nlgbias.scorers import list_scorers
-
         unknown = [name for name in scorers if name not in list_scorers()]
         if not scorers or unknown:
             said = f"--scorer {unknown[0]}" if flags and unknown else "--scorer" if flags else f"scorers={list(scorers)!r}"
@@ -141,8 +140,6 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
 
 def _plan_from_run(folder: Path, *, gap: float, power: float, flags: bool, suite_name: str | None = None) -> Plan:
     """The plan for rerunning a finished run: each comparison from its observed pooled share."""
-    from nlgbias.report.folder import read_run_folder
-
     where = f"--from {folder}" if flags else f"run_folder={str(folder)!r}"
     if not folder.is_dir():
         raise InputError(f"{where}: not a run folder")
