@@ -527,7 +527,7 @@ DEFAULT_MAX_SAMPLES = 1000  # --max-samples when --until-mde comes without one
 def _precision_target(suite: Suite, models: Sequence[str], *, samples: int, until_mde, max_samples):
     """The :class:`~nlgbias.precision.PrecisionTarget` of ``--until-mde`` (``None`` without it), checked."""
     from nlgbias.precision import PrecisionTarget
-    from nlgbias.validate import at_least, within
+    from nlgbias.validate import LIMITS, at_least, at_most, within
 
     if until_mde is None:
         if max_samples is not None:
@@ -539,6 +539,7 @@ def _precision_target(suite: Suite, models: Sequence[str], *, samples: int, unti
         max_samples = DEFAULT_MAX_SAMPLES
     at_least(max_samples, samples, "max_samples",
              why=f" (the first round is {option('--samples', samples)} samples per prompt)")
+    at_most(max_samples, LIMITS["max_samples"], "max_samples", why=" samples per prompt")
     models_n = len(models)
     if suite.kind != "generation" or "shares" not in suite.analyses or not (suite.comparisons or models_n > 1):
         raise InputError(f"{option('--until-mde', until_mde)}: suite {suite.name} has no label-share comparisons "

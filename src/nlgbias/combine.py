@@ -222,15 +222,15 @@ def report_runs(runs: Sequence[str | Path], *, out: str | Path, min_n: int | Non
     from nlgbias.store import write_json
     from nlgbias.store.export import write_csv
 
-    out = Path(out)
+    from nlgbias.validate import check_out_folder
+
+    out = check_out_folder(out)  # given, writable: checked before any run is read
     runs = [runs] if isinstance(runs, (str, Path)) else list(runs)
     for given in runs:
         folder = Path(given)
         if folder.is_dir() and (out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents):
             raise InputError(f"{option('--out', str(out))}: inside the run folder {folder}; a run's files are its "
                              f"own: give a folder outside it")
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{option('--out', str(out))}: is a file; give a folder")
     combined = combine_runs(runs, min_n=min_n, confidence=confidence, title=title)
     out.mkdir(parents=True, exist_ok=True)
     for number, part in enumerate(combined.parts, start=1):
