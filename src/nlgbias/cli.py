@@ -24,8 +24,10 @@ from nlgbias.pipeline.audit import RunConfig, run_config
 from nlgbias.pipeline.combine import report_runs
 from nlgbias.pipeline.distributed import RayOptions
 from nlgbias.pipeline.measurements import suite_prompts
+from nlgbias.pipeline.planning import MIN_MDE, MIN_POWER
 from nlgbias.pipeline.planning import plan as make_plan
 from nlgbias.progress import Stopwatch
+from nlgbias.sampling import MAX_TOP_K
 from nlgbias.registry import load_plugin
 from nlgbias.report.export import export_formats, export_run
 from nlgbias.report.folder import rerender_report
@@ -33,20 +35,33 @@ from nlgbias.scorers import describe_scorers, score_file
 from nlgbias.store import write_text
 from nlgbias.suites import list_suites, load_suite
 from nlgbias.suites.names import names_suite_yaml
-from nlgbias.validate import at_least
+from nlgbias.validate import LIMITS, at_least, bounded, check_out_folder
 
 EXIT_BAD_INPUT = 2
 LISTING_WIDTH = 100  # listings wrap long descriptions at this width instead of cutting them
+
+
+class OutputPath(click.Path):
+    """A path to write to: ``""`` (an unset shell variable, say) is refused instead of meaning the current folder."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail(f"{value!r}: empty value; give a path (use . for the current folder)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+OUT_PATH = OutputPath(path_type=Path)
 
 SHARED_OPTIONS = {
     "model": (("--model", "models"), dict(
         multiple=True, metavar="MODEL",
         help="Embedded alias, GGUF file, model folder, hub id, or openai:NAME[@URL]. Repeat to compare models. "
              "[default: smollm2-135m]")),
-    "samples": (("--samples",), dict(type=int, default=100, show_default=True, help="Samples per prompt and model.")),
+    "samples": (("--samples",), dict(type=int, default=100, show_default=True,
+                                     help=f"Samples per prompt and model (at most {LIMITS['samples']:,}).")),
     "seed": (("--seed",), dict(type=int, default=0, show_default=True,
                                help="Run seed; each sample's seed derives from it.")),
-    "out": (("--out",), dict(type=click.Path(path_type=Path), default=Path("runs/nlgbias"), show_default=True,
+    "out": (("--out",), dict(type=OUT_PATH, default=Path("runs/nlgbias"), show_default=True,
                              help="Output folder (holds the run store: rerun the same command to resume).")),
     "quiet": (("--quiet",), dict(is_flag=True, help="No progress bars or notes.")),
 }
@@ -112,10 +127,10 @@ BACKEND_OPTIONS: list[tuple[tuple, dict]] = [
                               help="Environment variable that holds the server's API key (the key itself is never "
                                    "written).")),
     (("--concurrency",), dict(type=int, default=8, show_default=True,
-                              help="Requests in flight per server (server models).")),
+                              help=f"Requests in flight per server (server models; at most {LIMITS['concurrency']:,}).")),
     (("--timeout",), dict(type=float, default=60.0, show_default=True,
-                          help="Seconds per request (server models).")),
-    (("--max-retries",), dict(type=int, default=5, show_default=True, help="Retries on 429/5xx/timeouts.")),
+                          help=f"Seconds per request (server models; at most {LIMITS['timeout']:,g}).")),
+    (("--max-retries",), dict(type=int, default=5, show_default=True, help=f"Retries on 429/5xx/timeouts (at most {LIMITS['max_retries']}).")),
     (("--cooldown",), dict(type=float, default=60.0, show_default=True,
                            help="Seconds a server that failed its retries stays out of rotation (several "
                                 "--api-base).")),
@@ -140,15 +155,15 @@ RUN_OPTIONS: list[tuple[tuple, dict]] = [
     (("--batch-size",), dict(type=BATCH_SIZE, default="auto", show_default=True,
                              help="Samples per generation batch of a local model: a number, or auto (120 on a CPU; on "
                                   "a GPU sized from its free memory, at most 1000). A local model's texts can depend "
-                                  "on it, so its run id includes it.")),
-    (("--max-new-tokens",), dict(type=int, default=None, help="New tokens per sample [suite default: 40].")),
+                                  f"on it, so its run id includes it (at most {LIMITS['batch_size']:,}).")),
+    (("--max-new-tokens",), dict(type=int, default=None, help="New tokens per sample, 1 to 4096 [suite default: 40].")),
     (("--temperature",), dict(type=float, default=None,
-                              help="Sampling temperature; 0 = greedy [suite default: 0.7].")),
-    (("--top-k",), dict(type=int, default=None, help="Top-k cut; 0 = off [suite default: 40].")),
+                              help="Sampling temperature, 0 to 100; 0 = greedy [suite default: 0.7].")),
+    (("--top-k",), dict(type=int, default=None, help=f"Top-k cut, up to {MAX_TOP_K:,}; 0 = off [suite default: 40].")),
     (("--top-p",), dict(type=float, default=None, help="Nucleus cut; 1 = off [suite default: 1.0].")),
     (("--scorer", "scorers"), dict(multiple=True, help="Scorers to use (repeatable) [default: the suite's].")),
-    (("--n-boot",), dict(type=int, default=2000, show_default=True, help="Bootstrap replicates per CI.")),
-    (("--min-n",), dict(type=int, default=30, show_default=True, help="Cells with fewer samples are flagged.")),
+    (("--n-boot",), dict(type=int, default=2000, show_default=True, help=f"Bootstrap replicates per CI (100 to {LIMITS['n_boot']:,}).")),
+    (("--min-n",), dict(type=int, default=30, show_default=True, help=f"Cells with fewer samples are flagged (at most {LIMITS['min_n']:,}).")),
     (("--bls-mapping",), dict(type=click.Path(path_type=Path), default=None,
                               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for "
                                    "occupation suites.")),
@@ -157,7 +172,7 @@ RUN_OPTIONS: list[tuple[tuple, dict]] = [
                                  "minimum detectable effect is at most this many percentage points; precise prompt "
                                  "groups stop early.")),
     (("--max-samples",), dict(type=int, default=None,
-                              help="With --until-mde: samples per prompt at most [default: 1000].")),
+                              help=f"With --until-mde: samples per prompt at most (up to {LIMITS['max_samples']:,}) [default: 1000].")),
 ]
 RUN_FIELDS = ("suite", "models", "samples", "seed", "batch_size", "max_new_tokens", "temperature", "top_k", "top_p",
               "scorers", "n_boot", "min_n", "bls_mapping", "until_mde", "max_samples")
@@ -224,9 +239,12 @@ def cli() -> None:
 @click.option("--ray-address", default=None, metavar="ADDR",
               help="Run on this Ray cluster instead (auto, or HOST:PORT of its head; run this on a node of the cluster).")
 @click.option("--workers", type=int, default=None,
-              help="Ray actors in the pool [default: as many as the cluster's CPUs (or GPUs) hold].")
-@click.option("--worker-cpus", type=float, default=None, help="CPUs per Ray actor (also its torch threads). [default: 1]")
-@click.option("--worker-gpus", type=float, default=None, help="GPUs per Ray actor; Ray places it on a GPU node. [default: 0]")
+              help=f"Ray actors in the pool, at most {LIMITS['workers']:,} [default: as many as the cluster's CPUs "
+                   f"(or GPUs) hold].")
+@click.option("--worker-cpus", type=float, default=None,
+              help=f"CPUs per Ray actor (also its torch threads; at most {LIMITS['worker_cpus']:g}). [default: 1]")
+@click.option("--worker-gpus", type=float, default=None,
+              help=f"GPUs per Ray actor; Ray places it on a GPU node (at most {LIMITS['worker_gpus']:g}). [default: 0]")
 @export_option
 @plugin_option
 def run(run_options, out, quiet, force, exports, use_ray, ray_address, workers, worker_cpus, worker_gpus) -> None:
@@ -292,7 +310,8 @@ def ray_options(use_ray: bool, address: str | None, **pool):
 @click.option("--scorer", "scorer_name", required=True, help="vader, textblob, regard ...")
 @click.option("--input", "input_path", required=True, type=click.Path(path_type=Path),
               help="UTF-8 text file, one text per line.")
-@click.option("--output", "output_path", required=True, type=click.Path(path_type=Path), help="JSONL file to write.")
+@click.option("--output", "output_path", required=True, type=OUT_PATH,
+              help="JSONL file to write (not the --input file).")
 @click.option("--mask", "masks", multiple=True, metavar="TEXT",
               help="Replace this group mention with XYZ before scoring (repeatable), e.g. --mask 'The woman'.")
 @click.option("--classifier", type=click.Path(path_type=Path), default=None,
@@ -342,8 +361,10 @@ def models() -> None:
 
 @cli.command()
 @click.argument("suite", required=False)
-@click.option("--mde", type=float, required=True, help="The gap to detect, in percentage points (e.g. 5).")
-@click.option("--power", type=float, default=0.8, show_default=True, help="Chance of detecting a gap of --mde.")
+@click.option("--mde", type=float, required=True,
+              help=f"The gap to detect, in percentage points (e.g. 5; from {MIN_MDE:g} to 100).")
+@click.option("--power", type=float, default=0.8, show_default=True,
+              help=f"Chance of detecting a gap of --mde ({MIN_POWER:g} to 1).")
 @click.option("--base-rate", type=float, default=0.2, show_default=True,
               help="The label share the gap starts from (0-1); ignored with --from.")
 @shared_options("model", model={"help": "A model the run will compare (repeatable; only their number matters here: "
@@ -424,7 +445,7 @@ def scorers() -> None:
 
 @cli.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=OUT_PATH, default=None,
               help="Folder for a new report over the RUNs (outside every run folder): report.html, runs.csv, "
                    "manifest.json and the tables.")
 @click.option("--min-n", type=int, default=None, help="Flag cells with fewer samples [default: each run's].")
@@ -495,7 +516,9 @@ def annotate() -> None:
 @click.option("--k-neutral", type=int, default=0, show_default=True, help="VADER-neutral samples per cell.")
 @click.option("--low-confidence", "k_low", type=int, default=None,
               help="Instead: up to N texts per cell that the regard classifier scored with max probability < 0.6.")
-@click.option("--annotators", default="a1,a2,a3", show_default=True, help="Comma-separated annotator names.")
+@click.option("--annotators", default="a1,a2,a3", show_default=True,
+              help="Comma-separated annotator names (each names a sheet file: letters, digits, '-', '_', '.'; at most "
+                   "64 characters).")
 @click.option("--format", "fmt", type=click.Choice(["csv", "xlsx", "jsonl"]), default="csv", show_default=True,
               help="Sheet files: csv (UTF-8 with BOM, for any spreadsheet program), xlsx (drop-down label lists; "
                    "needs openpyxl) or jsonl.")
@@ -527,7 +550,7 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
 @annotate.command("import")
 @click.argument("sheets", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--items", "items_path", type=click.Path(path_type=Path), required=True, help="items.csv from `annotate sample`.")
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for labels, agreement, adjudication.")
+@click.option("--out", type=OUT_PATH, required=True, help="Folder for labels, agreement, adjudication.")
 @click.option("--ties", type=click.Choice(["drop", "mark"]), default="drop", show_default=True,
               help="What to do with items without a majority.")
 @click.option("--allow-blank", is_flag=True,
@@ -606,8 +629,9 @@ def ablate(suite, models, samples, seed, out, quiet, top_k, temperature, backend
         nlgbias ablate kirk2021-identity --top-k 10,50,0 --temperature 0.7,1.0 --samples 100 --out runs/ablation
     """
 
-    at_least(samples, 1, "samples")
+    bounded(samples, 1, "samples", why=" per prompt")
     ks, ts = parse_grid(top_k, temperature)
+    check_out_folder(out)
     table = decoding_grid(suite, models=list(models) or [DEFAULT_MODEL], top_k=ks, temperature=ts,
                           samples=samples, seed=seed, out=out, quiet=quiet, backend_options=backend_options)
     click.echo(table[["model", "gender", "top_k", "temperature", "n_calls", "n_jobs", "gini", "no_title_rate"]]
@@ -617,7 +641,7 @@ def ablate(suite, models, samples, seed, out, quiet, top_k, temperature, backend
 
 @cli.command("names-suite")
 @click.argument("names_file", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="YAML file to write.")
+@click.option("--out", type=OUT_PATH, required=True, help="YAML file to write.")
 @click.option("--name", "suite_name", default="my-names", show_default=True, help="Suite name.")
 @click.option("--template", default="{group} works as a", show_default=True, help="Prompt template.")
 def names_suite(names_file, out, suite_name, template) -> None:
@@ -632,8 +656,9 @@ def names_suite(names_file, out, suite_name, template) -> None:
         nlgbias names-suite my_names.csv --out my-names.yaml && nlgbias run my-names.yaml --out runs/names
     """
 
-    if out.is_dir():
-        raise InputError(f"--out {out}: is a folder; give a file name")
+    from nlgbias.validate import check_out_file
+
+    out = check_out_file(out)
     write_text(out, names_suite_yaml(names_file, name=suite_name, template=template))
     click.echo(f"wrote {out}")
 
@@ -649,9 +674,11 @@ def names_suite(names_file, out, suite_name, template) -> None:
 @click.option("--classes", type=click.Choice(["3", "4"]), default="3", show_default=True,
               help="3: negative/neutral/positive; 4: adds other (mixed, nonsense).")
 @click.option("--epochs", type=int, default=None,
-              help="Training epochs [default: the shipped recipe's 4]; fewer for a quick check.")
+              help=f"Training epochs, at most {LIMITS['epochs']:,} [default: the shipped recipe's 4]; fewer for a "
+                   f"quick check.")
 @click.option("--compare", is_flag=True, help="Also compare with the baselines over --seeds seeds (slow).")
-@click.option("--seeds", type=int, default=5, show_default=True, help="Seeds for --compare.")
+@click.option("--seeds", type=int, default=5, show_default=True,
+              help=f"Seeds for --compare (at most {LIMITS['seeds']}).")
 def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, seeds) -> None:
     """Rebuild the regard classifier from the annotated data, deterministically.
 
@@ -674,12 +701,13 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, se
     from nlgbias.training.dataset import training_data
     from nlgbias.training.experiment import report_markdown, write_comparison
 
-    at_least(seeds, 1, "seeds")
+    bounded(seeds, 1, "seeds")
     if epochs is not None:
-        at_least(epochs, 1, "epochs")
+        bounded(epochs, 1, "epochs")
     for flag, path in [("--data", data_path), *(("--extra-data", p) for p in extra_paths)]:
         if path is not None and not path.is_file():
             raise InputError(f"{flag} {path}: file not found")
+    check_out_folder(out)  # before training (minutes), not after
     data = training_data(data_path, extra=extra_paths)
     result = build_classifier(data, out, classes=int(classes), seed=seed, epochs=epochs)
     tested = (f"test accuracy {result['test_accuracy']:.3f}, macro-F1 {result['test_macro_f1']:.3f}" if result["n_test"]

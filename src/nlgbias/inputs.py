@@ -21,3 +21,47 @@ def read_user_text(path: Path) -> str:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
+
+
+def read_parquet_file(path: Path):
+    """The table in a Parquet file, or one line: ``<path>: not a readable Parquet file (...)``."""
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file; any of them means the same
+        raise InputError(f"{path}: not a readable Parquet file ({type(exc).__name__}); rerun the run to rebuild "
+                         f"it") from None
+
+
+def parse_json(text: str, where: object):
+    """The value of a JSON text, or one :class:`InputError` line naming ``where`` (and the line):
+    not JSON, nested too deeply, or a number too long to read.
+
+    >>> parse_json("[" * 100_000, "m.json")
+    Traceback (most recent call last):
+    ...
+    nlgbias.errors.InputError: m.json: nested too deeply to be a file nlgbias wrote; rerun the run to rebuild it
+    """
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); rerun the run to rebuild it") from None
+    except RecursionError:
+        raise InputError(f"{where}: nested too deeply to be a file nlgbias wrote; rerun the run to rebuild it") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        what = "a number too long to read" if "digits" in str(exc) else " ".join(str(exc).split())[:80]
+        raise InputError(f"{where}: not valid JSON ({what}); rerun the run to rebuild it") from None
+
+
+def read_json_file(path: Path):
+    """The value in a JSON file, or one :class:`InputError` line (:func:`parse_json`; not UTF-8; unreadable)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text; the run wrote JSON here") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return parse_json(text, path)

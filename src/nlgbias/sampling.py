@@ -10,6 +10,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
+MAX_TOP_K = 1_000_000  # above any vocabulary: a larger value is a typo
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -29,8 +31,8 @@ class SamplingParams:
             raise ValueError(f"max_new_tokens must be an integer from 1 to 4096, got {self.max_new_tokens!r}")
         if not 0 <= self.temperature <= 100:
             raise ValueError(f"temperature must be from 0 to 100, got {self.temperature!r}")
-        if not isinstance(self.top_k, int) or self.top_k < 0:
-            raise ValueError(f"top_k must be a non-negative integer (0 = off), got {self.top_k!r}")
+        if not isinstance(self.top_k, int) or not 0 <= self.top_k <= MAX_TOP_K:
+            raise ValueError(f"top_k must be an integer from 0 (off) to {MAX_TOP_K:,}, got {self.top_k!r}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
 

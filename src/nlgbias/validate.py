@@ -48,6 +48,41 @@ def at_least(value, minimum, option: str, *, flags: bool | None = None, whole: b
         raise InputError(f"{_name(option, flags)}{sep}{value}: must be {kind} {minimum}{why}")
 
 
+# Upper bounds of options whose larger values can only be mistakes (a typo, a value in other units):
+# each would take days, terabytes or thousands of threads.  ``--help`` names them.
+LIMITS = {
+    "samples": 100_000,       # samples per prompt and model (a run of sheng2019: 6 million samples)
+    "max_samples": 100_000,   # --until-mde's budget, per prompt
+    "batch_size": 100_000,
+    "n_boot": 1_000_000,      # bootstrap replicates per interval
+    "min_n": 1_000_000_000,
+    "concurrency": 1024,      # requests in flight per server
+    "timeout": 86_400.0,      # seconds per request (a day)
+    "max_retries": 100,
+    "cooldown": 86_400.0,     # seconds
+    "workers": 10_000,        # Ray actors
+    "worker_cpus": 1024.0,
+    "worker_gpus": 64.0,
+    "epochs": 1000,
+    "seeds": 100,
+}
+
+
+def at_most(value, maximum, option: str, *, flags: bool | None = None, why: str = "") -> None:
+    """Raise unless ``value`` is at most ``maximum`` (checked after :func:`at_least`)."""
+    flags = _flags(flags)
+    if value > maximum:
+        sep = " " if flags else ""
+        limit = f"{maximum:,}" if isinstance(maximum, int) else f"{maximum:,g}"
+        raise InputError(f"{_name(option, flags)}{sep}{value:,}: at most {limit}{why}")
+
+
+def bounded(value, minimum, option: str, *, flags: bool | None = None, whole: bool = True, why: str = "") -> None:
+    """:func:`at_least` ``minimum`` and :func:`at_most` the option's :data:`LIMITS` entry."""
+    at_least(value, minimum, option, flags=flags, whole=whole, why=why)
+    at_most(value, LIMITS[option], option, flags=flags, why=why)
+
+
 def within(value, low, high, option: str, *, flags: bool | None = None, closed: bool = False,
            example: str = "") -> None:
     """Raise unless ``value`` is a number in ``(low, high)`` (``[low, high]`` with ``closed``)."""
@@ -203,20 +238,21 @@ def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device,
                       max_retries, api_base=None, models=(), cooldown=60.0, flags: bool | None = None) -> None:
     """Every numeric and device option of a run, checked before anything loads."""
     flags = _flags(flags)
-    at_least(samples, 1, "samples", flags=flags)
+    bounded(samples, 1, "samples", flags=flags, why=" per prompt")
     check_batch_size(batch_size, flags=flags)
-    at_least(n_boot, 100, "n_boot", flags=flags, why=" bootstrap replicates")
+    bounded(n_boot, 100, "n_boot", flags=flags, why=" bootstrap replicates")
     _number(confidence, "confidence", flags, whole=False)
     if not 0 < confidence < 1:
         raise InputError(f"{_name('confidence', flags)}{' ' if flags else ''}{confidence}: must be between 0 and 1, "
                          f"e.g. 0.95")
-    at_least(min_n, 1, "min_n", flags=flags)
-    at_least(concurrency, 1, "concurrency", flags=flags)
+    bounded(min_n, 1, "min_n", flags=flags)
+    bounded(concurrency, 1, "concurrency", flags=flags, why=" requests in flight per server")
     _number(timeout, "timeout", flags, whole=False)
     if timeout <= 0:
         raise InputError(f"{_name('timeout', flags)}{' ' if flags else ''}{timeout}: must be more than 0 seconds")
-    at_least(max_retries, 0, "max_retries", flags=flags)
-    at_least(cooldown, 0, "cooldown", flags=flags, whole=False, why=" seconds")
+    at_most(timeout, LIMITS["timeout"], "timeout", flags=flags, why=" seconds (a day)")
+    bounded(max_retries, 0, "max_retries", flags=flags)
+    bounded(cooldown, 0, "cooldown", flags=flags, whole=False, why=" seconds")
     check_device(device, flags=flags)
     if api_base:
         server_urls(api_base, f"{_name('api_base', flags).rstrip('=')}")
@@ -225,5 +261,5 @@ def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device,
             check_url(spec.partition("@")[2], f"--model {spec}" if flags else f"models=[{spec!r}]")
 
 
-__all__ = ["at_least", "check_batch_size", "check_device", "check_out_file", "check_out_folder", "check_url",
-           "check_run_options", "server_urls", "within"]
+__all__ = ["LIMITS", "at_least", "at_most", "bounded", "check_batch_size", "check_device", "check_out_file",
+           "check_out_folder", "check_url", "check_run_options", "server_urls", "within"]

@@ -230,7 +230,7 @@ def _jsonl_rows(path: Path) -> list[tuple[int, dict]]:
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, nested too deeply, a number of thousands of digits
             raise InputError(f"{path}:{number}: not a JSON object") from None
         if not isinstance(row, dict):
             raise InputError(f"{path}:{number}: not a JSON object")

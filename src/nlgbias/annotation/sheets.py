@@ -55,9 +55,11 @@ def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequen
         raise InputError(f"{option('--format', fmt, keyword='fmt')}: needs openpyxl: pip install 'nlgbias[xlsx]'")
     if len(set(annotators)) != len(annotators) or not annotators:
         raise InputError(f"{option('--annotators', ','.join(annotators))}: give distinct names")
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise InputError(f"{option('--out', str(folder))}: is a file; give a folder")
+    from nlgbias.safe_names import check_file_names
+    from nlgbias.validate import check_out_folder
+
+    check_file_names(annotators, option("--annotators").rstrip("="), pattern=f"sheet-{{}}.{fmt}")
+    folder = check_out_folder(folder)
     folder.mkdir(parents=True, exist_ok=True)
     items.to_csv(folder / "items.csv", index=False)
     paths = [folder / "items.csv"]

@@ -18,6 +18,7 @@ from nlgbias.annotation.sample import annotation_sample, low_confidence_sample
 from nlgbias.annotation.classifier_check import classifier_check
 from nlgbias.annotation.sheets import export_sheets, read_items, sheet_labels
 from nlgbias.errors import InputError, option
+from nlgbias.inputs import read_parquet_file
 from nlgbias.store.export import write_csv, write_json
 
 
@@ -29,9 +30,14 @@ def sample_run(run_folder: str | Path, out: str | Path, *, k_positive: int = 3, 
     ``k_low``: instead of VADER strata, up to that many low-confidence regard texts per cell.
     Returns the items and the paths written.
     """
+    from nlgbias.safe_names import check_file_names
+    from nlgbias.validate import check_out_folder
+
     source = Path(run_folder) / "samples.parquet"
     if not source.is_file():
         raise InputError(f"{source}: missing; give the --out folder of a finished `nlgbias run`")
+    check_file_names(annotators, option("--annotators").rstrip("="), pattern=f"sheet-{{}}.{fmt}")
+    out = check_out_folder(out)
     for name, k in (("--k-positive", k_positive), ("--k-negative", k_negative), ("--k-neutral", k_neutral),
                     ("--low-confidence", k_low or 0)):
         if k < 0:
@@ -40,7 +46,7 @@ def sample_run(run_folder: str | Path, out: str | Path, *, k_positive: int = 3, 
     if k_low is None and k_positive == k_negative == k_neutral == 0:
         raise InputError(f"{', '.join(option(f) for f in ('--k-positive', '--k-negative', '--k-neutral'))}: all are 0, "
                          "so nothing would be sampled")
-    samples = pd.read_parquet(source)
+    samples = read_parquet_file(source)
     if k_low is not None:
         if "regard_details" not in samples.columns:
             raise InputError(f"{source}: has no regard_details column; run with --scorer regard")
@@ -100,14 +106,15 @@ def import_labels(sheets: Sequence[str | Path], *, items_path: str | Path, out: 
         label column, :func:`agreement`'s figures), ``majority`` (per task: ``task, items, ties,
         other, kept``), ``classifier`` (per scorer) and ``files`` (the paths written).
     """
-    items_path, out = Path(items_path), Path(out)
+    items_path = Path(items_path)
     if ties not in ("drop", "mark"):
         raise InputError(f"{option('--ties', ties)}: use drop or mark")
     if not items_path.is_file():
         raise InputError(f"{option('--items', str(items_path), keyword='items_path')}: file not found")
     items = read_items(items_path)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{option('--out', str(out))}: is a file; give a folder")
+    from nlgbias.validate import check_out_folder
+
+    out = check_out_folder(out)
     labels, sheet_counts = sheet_labels([Path(s) for s in sheets], items=items, allow_blank=allow_blank)
     training = training_table(items, labels, seed=seed)  # checked before anything is written
     out.mkdir(parents=True, exist_ok=True)

@@ -96,9 +96,17 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
     """
 
     options = options or BackendOptions()
+    if not isinstance(spec, str):
+        raise BackendError(f"{option('--model', keyword='models')}: {spec!r} is not a model name")
     spec = spec.strip()
     if not spec:
         raise BackendError(f"{_model(spec)}: empty value; use an embedded alias, a path, a hub id or openai:NAME")
+    if any(ord(c) < 32 or ord(c) == 127 for c in spec):
+        from nlgbias.safe_names import shown
+        from nlgbias.urls import redact
+
+        raise BackendError(f"{option('--model', keyword='models')} {redact(shown(spec))}: contains a control "
+                           f"character (such as NUL or a line break)")
     if spec in EMBEDDED:
         entry = EMBEDDED[spec]
         path = entry.path()

@@ -18,6 +18,10 @@ from nlgbias.errors import InputError
 from nlgbias.metrics.occupations import decoding_ablation
 from nlgbias.pipeline.audit import run
 from nlgbias.store import write_csv
+from nlgbias.sampling import MAX_TOP_K
+from nlgbias.validate import check_out_folder
+
+MAX_GRID_VALUES = 20  # per axis of the grid
 
 
 def parse_grid(top_k: str, temperature: str) -> tuple[list[int], list[float]]:
@@ -34,6 +38,8 @@ def parse_grid(top_k: str, temperature: str) -> tuple[list[int], list[float]]:
             raise InputError(f"--top-k {part}: must be a whole number >= 0 (0 = no top-k)") from None
         if value < 0:
             raise InputError(f"--top-k {part}: must be a whole number >= 0 (0 = no top-k)")
+        if value > MAX_TOP_K:
+            raise InputError(f"--top-k {part}: at most {MAX_TOP_K:,} (more than any vocabulary)")
         ks.append(value)
     for part in [p.strip() for p in temperature.split(",") if p.strip()]:
         try:
@@ -45,6 +51,10 @@ def parse_grid(top_k: str, temperature: str) -> tuple[list[int], list[float]]:
         ts.append(value)
     if not ks or not ts:
         raise InputError("--top-k and --temperature: give at least one value each, e.g. --top-k 10,50 --temperature 0.7,1.0")
+    for flag, values in (("--top-k", ks), ("--temperature", ts)):
+        if len(set(values)) > MAX_GRID_VALUES:
+            raise InputError(f"{flag}: {len(set(values))} values; at most {MAX_GRID_VALUES} (each pair of values is "
+                             f"a run of its own)")
     return sorted(set(ks)), sorted(set(ts))
 
 
@@ -62,7 +72,7 @@ def decoding_grid(suite: str, *, models: Sequence[str], top_k: Sequence[int], te
         gender, top_k, temperature) with ``n_calls, n_titled, n_mentions, n_jobs, gini, ci_low,
         ci_high, no_title_rate``; also written to ``out/ablation.csv``.
     """
-    out = Path(out)
+    out = check_out_folder(out)
     jobs_frames, calls_frames = [], []
     for k in top_k:
         for t in temperature:

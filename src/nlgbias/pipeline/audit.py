@@ -50,7 +50,7 @@ from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
 from nlgbias.store.export import details_as_objects
 from nlgbias.store.lock import hold_folder
 from nlgbias.suites import Suite, load_suite
-from nlgbias.validate import at_least, check_out_folder, check_run_options, within
+from nlgbias.validate import LIMITS, at_least, at_most, check_out_folder, check_run_options, within
 
 FIRST_OUTPUTS = ("samples.parquet", "samples.jsonl", "metrics.json")
 LAST_OUTPUTS = ("report.html", "manifest.json")
@@ -366,6 +366,7 @@ def _precision_target(suite: Suite, models: Sequence[str], *, samples: int, unti
         max_samples = DEFAULT_MAX_SAMPLES
     at_least(max_samples, samples, "max_samples",
              why=f" (the first round is {option('--samples', samples)} samples per prompt)")
+    at_most(max_samples, LIMITS["max_samples"], "max_samples", why=" samples per prompt")
     models_n = len(models)
     if suite.kind != "generation" or "shares" not in suite.analyses or not (suite.comparisons or models_n > 1):
         raise InputError(f"{option('--until-mde', until_mde)}: suite {suite.name} has no label-share comparisons "

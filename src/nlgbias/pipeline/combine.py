@@ -41,7 +41,7 @@ from nlgbias.report.html import write_runs_report
 from nlgbias.store import write_csv, write_json
 from nlgbias.store.manifest import DECODING, SETTINGS
 from nlgbias.suites import Suite
-from nlgbias.validate import at_least, within
+from nlgbias.validate import at_least, check_out_folder, within
 
 
 
@@ -222,15 +222,13 @@ def report_runs(runs: Sequence[str | Path], *, out: str | Path, min_n: int | Non
 
     ``out`` may not be, or lie inside, one of the run folders: a run's files are its own.
     """
-    out = Path(out)
+    out = check_out_folder(out)  # given, writable: checked before any run is read
     runs = [runs] if isinstance(runs, (str, Path)) else list(runs)
     for given in runs:
         folder = Path(given)
         if folder.is_dir() and (out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents):
             raise InputError(f"{option('--out', str(out))}: inside the run folder {folder}; a run's files are its "
                              f"own: give a folder outside it")
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{option('--out', str(out))}: is a file; give a folder")
     combined = combine_runs(runs, min_n=min_n, confidence=confidence, title=title)
     out.mkdir(parents=True, exist_ok=True)
     for number, part in enumerate(combined.parts, start=1):

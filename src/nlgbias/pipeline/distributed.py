@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from nlgbias.errors import BackendError, InputError, NlgbiasError, command_line, command_line_wording, option
-from nlgbias.validate import at_least
+from nlgbias.validate import at_least, bounded
 from nlgbias.models import load_backend, resolve_model
 from nlgbias.scorers import get_scorer
 
@@ -66,9 +66,9 @@ class RayOptions:
     def check(self) -> None:
         """One-line :class:`InputError` on the first unusable value."""
         if self.workers is not None:
-            at_least(self.workers, 1, "workers")
-        at_least(self.worker_cpus, 0, "worker_cpus", whole=False)
-        at_least(self.worker_gpus, 0, "worker_gpus", whole=False)
+            bounded(self.workers, 1, "workers")
+        bounded(self.worker_cpus, 0, "worker_cpus", whole=False)
+        bounded(self.worker_gpus, 0, "worker_gpus", whole=False)
         if self.worker_cpus == 0 and self.worker_gpus == 0:
             raise InputError(f"{option('--worker-cpus', 0)}: a worker needs at least one CPU or GPU "
                              f"(give {option('--worker-gpus', 1)} for GPU workers)")

@@ -25,6 +25,9 @@ from nlgbias.scorers import list_scorers
 from nlgbias.suites import Suite, load_suite
 from nlgbias.validate import at_least, within
 
+MIN_MDE = 0.5  # percentage points: smaller gaps need more than 100,000 samples per prompt (the --samples limit)
+MIN_POWER = 0.01
+
 GAP_LABELS = 2  # negative and positive: the labels whose gaps a run tests
 
 
@@ -105,7 +108,10 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
     (36, 125)
     """
     within(mde, 0, 100, "mde", flags=flags, example="5 (percentage points)")
+    at_least(mde, MIN_MDE, "mde", flags=flags, whole=False,
+             why=" percentage points (a smaller gap needs more samples per prompt than a run takes)")
     within(power, 0, 1, "power", flags=flags, example="0.8")
+    at_least(power, MIN_POWER, "power", flags=flags, whole=False, why=" (a lower chance of detection means nothing)")
     within(base_rate, 0, 1, "base_rate", flags=flags, closed=True, example="0.2")
     at_least(models, 1, "models", flags=flags)
     gap = mde / 100

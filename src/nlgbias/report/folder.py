@@ -6,7 +6,6 @@ unreadable or malformed one gives one :class:`~nlgbias.errors.InputError` line n
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -14,6 +13,7 @@ import jinja2
 import pandas as pd
 
 from nlgbias.errors import InputError
+from nlgbias.inputs import read_json_file, read_parquet_file
 from nlgbias.metrics.results import METRICS_FILE, Results
 from nlgbias.report.html import Section, write_report
 
@@ -22,14 +22,7 @@ MANIFEST_KEYS = ("run_id", "suite", "models", "statistics")
 
 
 def _json_object(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text; the run wrote JSON here") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); rerun the run to rebuild it") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    data = read_json_file(path)
     if not isinstance(data, dict):
         raise InputError(f"{path}: holds JSON that is not an object; rerun the run to rebuild it")
     return data
@@ -58,11 +51,7 @@ def read_run_folder(folder: str | Path) -> tuple[Results, pd.DataFrame, dict]:
     missing = [key for key in MANIFEST_KEYS if key not in manifest]
     if missing:
         raise InputError(f"{folder / 'manifest.json'}: lacks {', '.join(missing)}; rerun the run to rebuild it")
-    try:
-        samples = pd.read_parquet(folder / "samples.parquet")
-    except Exception as exc:  # pyarrow raises several types for a damaged file; any of them means the same
-        raise InputError(f"{folder / 'samples.parquet'}: not a readable Parquet file ({type(exc).__name__}); "
-                         f"rerun the run to rebuild it") from None
+    samples = read_parquet_file(folder / "samples.parquet")
     return results, samples, manifest
 
 

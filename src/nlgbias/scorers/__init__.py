@@ -8,6 +8,7 @@ imported on first use; installed packages add scorers with ``nlgbias.scorers`` e
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -130,8 +131,13 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     except UnicodeDecodeError as exc:
         line = input_path.read_bytes()[: exc.start].count(b"\n") + 1
         raise InputError(f"--input {input_path}:{line}: not UTF-8 text") from None
-    if output_path.is_dir():
-        raise InputError(f"{option('--output', str(output_path), keyword='output_path')}: is a folder; give a file name")
+    from nlgbias.validate import check_out_file
+
+    check_out_file(output_path, flag="--output", keyword="output_path")
+    if output_path.exists() and os.path.samefile(input_path, output_path):
+        raise InputError(f"{option('--output', str(output_path), keyword='output_path')}: is the "
+                         f"{option('--input', keyword='input_path').rstrip('=')} file; give another file name "
+                         f"(writing there would replace the texts with their scores)")
     scored_texts = texts
     for mention in masks:
         if not mention.strip():

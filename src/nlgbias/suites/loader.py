@@ -45,7 +45,8 @@ RESERVED_ATTRIBUTES = {
     "run_id", "model", "suite", "suite_version", "prompt_id", "template_id", "template",
     "context", "group", "prompt", "sample_idx", "seed", "generation_id", "text",
 }
-ID_PATTERN = re.compile(r"^[^\W_][\w .'-]*$")
+ID_PATTERN = re.compile(r"^[^\W_][\w .'-]*\Z")  # \Z: no trailing newline either
+MAX_NAME_LENGTH = 100  # a suite's name
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 MAX_SUITE_BYTES = 5_000_000  # a suite lists templates and groups; the largest built-in one is ~40 kB
 MAX_SUITE_NODES = 500_000  # YAML nodes after resolving aliases (a "billion laughs" file stops here)
@@ -231,6 +232,8 @@ def _read(path: Path) -> _Doc:
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
+    except RecursionError:
+        raise SuiteError(f"{path}: nested too deeply to be a suite") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
@@ -247,6 +250,10 @@ def _read(path: Path) -> _Doc:
         except _TooLarge as exc:
             raise SuiteError(f"{path}:{exc.args[0]}: more than {MAX_SUITE_NODES:,} YAML values (after expanding "
                              f"aliases); too large to be a suite") from None
+        except _DuplicateKey as exc:
+            line, at, first = exc.args
+            raise SuiteError(f"{path}:{line}: {_dotted(at)}: given twice (first on line {first}); YAML would keep "
+                             f"only the last one, so give each key once") from None
     return _Doc(path, data, lines)
 
 
@@ -254,13 +261,21 @@ class _TooLarge(Exception):
     """Raised with the line where a document passed :data:`MAX_SUITE_NODES`."""
 
 
+class _DuplicateKey(Exception):
+    """Raised with (line, key path, line of the first) for a key given twice in one mapping."""
+
+
 def _collect_lines(node: yaml.Node, at: tuple, lines: dict[tuple, int]) -> None:
     if len(lines) >= MAX_SUITE_NODES:
         raise _TooLarge(node.start_mark.line + 1)
     lines[at] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
         for key, value in node.value:
             name = key.value if isinstance(key, yaml.ScalarNode) else str(key)
+            if name in seen and name != "<<":  # YAML would keep the last value silently
+                raise _DuplicateKey(key.start_mark.line + 1, at + (name,), seen[name])
+            seen[name] = key.start_mark.line + 1
             _collect_lines(value, at + (name,), lines)
             lines[at + (name,)] = key.start_mark.line + 1
     elif isinstance(node, yaml.SequenceNode):
@@ -343,8 +358,9 @@ def _items(doc: _Doc, at: tuple, value: Any) -> list[_Item]:
 def _build(raw: _Raw) -> Suite:
     doc = raw.doc
     name, name_doc = raw.scalars.get("suite", (None, doc))
-    if not isinstance(name, str) or not ID_PATTERN.match(name):
-        raise name_doc.fail(("suite",), "required: a name of letters, digits, '-', '_' or '.'")
+    if not isinstance(name, str) or not ID_PATTERN.match(name) or len(name) > MAX_NAME_LENGTH:
+        raise name_doc.fail(("suite",), f"required: a name of letters, digits, '-', '_' or '.', at most "
+                                        f"{MAX_NAME_LENGTH} characters")
     version, version_doc = raw.scalars.get("version", (1, doc))
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise version_doc.fail(("version",), f"must be a positive integer, got {version!r}")

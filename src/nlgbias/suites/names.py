@@ -10,7 +10,8 @@ import yaml
 from nlgbias.errors import InputError
 from nlgbias.inputs import read_user_text
 from nlgbias.words import GENDER_SIDE
-from nlgbias.suites.loader import ID_PATTERN
+from nlgbias.safe_names import shown
+from nlgbias.suites.loader import ID_PATTERN, MAX_NAME_LENGTH
 
 COLUMNS = ("name", "gender", "continent")
 GENDERS = {**{word: "woman" if side == "female" else "man" for word, side in GENDER_SIDE.items()},
@@ -34,8 +35,9 @@ def names_suite_yaml(path: str | Path, *, name: str = "my-names", template: str 
         row's bad gender, or a name given two genders.
     """
 
-    if not ID_PATTERN.match(name):
-        raise InputError(f"--name {name}: use letters, digits, '-', '_', '.' or spaces, starting with a letter or digit")
+    if not isinstance(name, str) or not ID_PATTERN.match(name) or len(name) > MAX_NAME_LENGTH:
+        raise InputError(f"--name {shown(name)}: use letters, digits, '-', '_', '.' or spaces, starting with a letter "
+                         f"or digit, at most {MAX_NAME_LENGTH} characters")
     if template.count("{group}") != 1 or template.replace("{group}", "").count("{"):
         raise InputError(f"--template {template}: needs one {{group}} placeholder and no other braces")
     path = Path(path)
