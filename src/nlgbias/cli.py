@@ -35,7 +35,7 @@ from nlgbias.scorers import describe_scorers, score_file
 from nlgbias.store import write_text
 from nlgbias.suites import list_suites, load_suite
 from nlgbias.suites.names import names_suite_yaml
-from nlgbias.validate import LIMITS, at_least, bounded, check_out_folder
+from nlgbias.validate import LIMITS, bounded, check_out_folder
 
 EXIT_BAD_INPUT = 2
 LISTING_WIDTH = 100  # listings wrap long descriptions at this width instead of cutting them
