@@ -25,7 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "nlgbias"
 # analysis is its statistics plus its report section, and the report is handed the sections.
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"errors", "keys", "words", "text", "sampling", "progress", "inputs", "resources", "validate",
-                    "registry"}),
+                    "registry", "urls", "safe_names"}),
     ("store", {"store"}),
     ("suites", {"suites"}),
     ("models", {"models"}),
@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("metrics", {"metrics"}),
     ("training", {"training"}),
     ("annotation", {"annotation"}),
+    ("checklist", {"checklist"}),
     ("report", {"report"}),
     ("analyses", {"analyses"}),
     ("probes", {"probes"}),

@@ -27,15 +27,17 @@ from nlgbias.pipeline.measurements import suite_prompts
 from nlgbias.pipeline.planning import MIN_MDE, MIN_POWER
 from nlgbias.pipeline.planning import plan as make_plan
 from nlgbias.progress import Stopwatch
-from nlgbias.sampling import MAX_TOP_K
 from nlgbias.registry import load_plugin
 from nlgbias.report.export import export_formats, export_run
 from nlgbias.report.folder import rerender_report
+from nlgbias.sampling import MAX_TOP_K
 from nlgbias.scorers import describe_scorers, score_file
 from nlgbias.store import write_text
+from nlgbias.store.export import out_of_space
 from nlgbias.suites import list_suites, load_suite
 from nlgbias.suites.names import names_suite_yaml
-from nlgbias.validate import LIMITS, bounded, check_out_folder
+from nlgbias.urls import redact
+from nlgbias.validate import LIMITS, bounded, check_out_file, check_out_folder
 
 EXIT_BAD_INPUT = 2
 LISTING_WIDTH = 100  # listings wrap long descriptions at this width instead of cutting them
@@ -656,7 +658,6 @@ def names_suite(names_file, out, suite_name, template) -> None:
         nlgbias names-suite my_names.csv --out my-names.yaml && nlgbias run my-names.yaml --out runs/names
     """
 
-    from nlgbias.validate import check_out_file
 
     out = check_out_file(out)
     write_text(out, names_suite_yaml(names_file, name=suite_name, template=template))
@@ -793,14 +794,12 @@ def main(argv: list[str] | None = None) -> None:
 
 def one_line(message) -> str:
     """A message as one line, with credentials of any URL in it hidden (:func:`nlgbias.urls.redact`)."""
-    from nlgbias.urls import redact
 
     return redact(str(message).replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
 
 
 def os_error_text(exc: OSError) -> str:
     """``<file>: <what>`` for an operating-system error no command turned into a message of its own."""
-    from nlgbias.store.export import out_of_space
 
     where = exc.filename if exc.filename is not None else "nlgbias"
     what = exc.strerror or str(exc)

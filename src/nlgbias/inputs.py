@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from nlgbias.errors import InputError
@@ -43,7 +44,6 @@ def parse_json(text: str, where: object):
     ...
     nlgbias.errors.InputError: m.json: nested too deeply to be a file nlgbias wrote; rerun the run to rebuild it
     """
-    import json
 
     try:
         return json.loads(text)

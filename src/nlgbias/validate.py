@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from nlgbias.errors import InputError, command_line, option
+from nlgbias.urls import redact, refuse_credentials
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:[0-9]+)?)$")
 
@@ -50,6 +51,7 @@ def at_least(value, minimum, option: str, *, flags: bool | None = None, whole: b
 
 # Upper bounds of options whose larger values can only be mistakes (a typo, a value in other units):
 # each would take days, terabytes or thousands of threads.  ``--help`` names them.
+AUTO = "auto"  # --batch-size auto (sized by nlgbias.models.batching)
 LIMITS = {
     "samples": 100_000,       # samples per prompt and model (a run of sheng2019: 6 million samples)
     "max_samples": 100_000,   # --until-mde's budget, per prompt
@@ -120,7 +122,6 @@ def check_device(device: str, *, flags: bool | None = None) -> None:
 def check_url(url: str, where: str) -> None:
     """A server base URL must be ``http://HOST...`` or ``https://HOST...``, without credentials
     (``user:key@``: the key goes in the variable named by ``--api-key-env``)."""
-    from nlgbias.urls import redact, refuse_credentials
 
     try:
         parts = urlsplit(url)
@@ -148,7 +149,6 @@ def server_urls(value, where: str) -> list[str]:
     for text in values:
         items = [item.strip() for item in text.split(",")]
         if "" in items:
-            from nlgbias.urls import redact
 
             raise InputError(f"{where}: {redact(text)!r} has an empty item; separate server URLs with single commas, e.g. "
                              f"http://127.0.0.1:8000/v1,http://127.0.0.1:8001/v1")
@@ -164,8 +164,8 @@ def server_urls(value, where: str) -> list[str]:
 
 
 def check_batch_size(value, *, flags: bool | None = None) -> None:
-    """``auto`` or a whole number from 1 to :data:`~nlgbias.models.batching.MAX_BATCH_SIZE`."""
-    from nlgbias.models.batching import AUTO, MAX_BATCH_SIZE
+    """``auto`` or a whole number from 1 to ``LIMITS["batch_size"]``."""
+    MAX_BATCH_SIZE = LIMITS["batch_size"]
 
     flags = _flags(flags)
     if value == AUTO:

@@ -7,8 +7,18 @@
 ``nlgbias.analyses`` entry point), a metrics module and a template (see ``docs/extending.md``).
 """
 
-from nlgbias.analyses.base import (REGISTRY, Analysis, AnalysisOptions, RunTables, analyses_for, analysis_names,
-                                   check_analyses, register, report_sections, run_analyses)
+from nlgbias.analyses.base import (
+                                   REGISTRY,
+                                   Analysis,
+                                   AnalysisOptions,
+                                   RunTables,
+                                   analyses_for,
+                                   analysis_names,
+                                   check_analyses,
+                                   register,
+                                   report_sections,
+                                   run_analyses,
+)
 
 __all__ = ["Analysis", "AnalysisOptions", "REGISTRY", "RunTables", "analyses_for", "analysis_names",
            "check_analyses", "register", "report_sections", "run_analyses"]

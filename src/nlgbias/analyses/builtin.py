@@ -34,10 +34,21 @@ from nlgbias.analyses.base import Analysis, AnalysisOptions, RunTables
 from nlgbias.embeddings import default_space
 from nlgbias.metrics import compute_metrics, labor
 from nlgbias.metrics.gap_differences import gap_differences
-from nlgbias.metrics.gender_direction import (bias_by_space, fairness_check, gender_direction, hard_debias,
-                                              profession_bias_table, sanity_check)
-from nlgbias.metrics.occupations import (gender_split, occupation_coverage, occupation_gini, overrepresentation,
-                                         rank_frequency)
+from nlgbias.metrics.gender_direction import (
+    bias_by_space,
+    fairness_check,
+    gender_direction,
+    hard_debias,
+    profession_bias_table,
+    sanity_check,
+)
+from nlgbias.metrics.occupations import (
+    gender_split,
+    occupation_coverage,
+    occupation_gini,
+    overrepresentation,
+    rank_frequency,
+)
 from nlgbias.metrics.results import Results
 from nlgbias.metrics.shares import group_shares
 from nlgbias.metrics.validity import THRESHOLD, low_confidence

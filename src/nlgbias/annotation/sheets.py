@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import importlib.util
+import io
 import re
 from pathlib import Path
 from typing import Sequence
@@ -27,7 +28,7 @@ from nlgbias.errors import InputError, command_line, option
 from nlgbias.inputs import read_user_text
 from nlgbias.resources import data_path
 from nlgbias.store.export import write_text
-import io
+from nlgbias.validate import check_out_folder
 
 FORMATS = ("csv", "xlsx", "jsonl")
 
@@ -56,7 +57,6 @@ def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequen
     if len(set(annotators)) != len(annotators) or not annotators:
         raise InputError(f"{option('--annotators', ','.join(annotators))}: give distinct names")
     from nlgbias.safe_names import check_file_names
-    from nlgbias.validate import check_out_folder
 
     check_file_names(annotators, option("--annotators").rstrip("="), pattern=f"sheet-{{}}.{fmt}")
     folder = check_out_folder(folder)

@@ -14,12 +14,14 @@ from typing import Literal, Sequence
 import pandas as pd
 
 from nlgbias.annotation.agreement import adjudicate, agreement, correlation_table
-from nlgbias.annotation.sample import annotation_sample, low_confidence_sample
 from nlgbias.annotation.classifier_check import classifier_check
+from nlgbias.annotation.sample import annotation_sample, low_confidence_sample
 from nlgbias.annotation.sheets import export_sheets, read_items, sheet_labels
 from nlgbias.errors import InputError, option
 from nlgbias.inputs import read_parquet_file
+from nlgbias.safe_names import check_file_names
 from nlgbias.store.export import write_csv, write_json
+from nlgbias.validate import check_out_folder
 
 
 def sample_run(run_folder: str | Path, out: str | Path, *, k_positive: int = 3, k_negative: int = 3,
@@ -30,8 +32,6 @@ def sample_run(run_folder: str | Path, out: str | Path, *, k_positive: int = 3, 
     ``k_low``: instead of VADER strata, up to that many low-confidence regard texts per cell.
     Returns the items and the paths written.
     """
-    from nlgbias.safe_names import check_file_names
-    from nlgbias.validate import check_out_folder
 
     source = Path(run_folder) / "samples.parquet"
     if not source.is_file():
@@ -112,7 +112,6 @@ def import_labels(sheets: Sequence[str | Path], *, items_path: str | Path, out: 
     if not items_path.is_file():
         raise InputError(f"{option('--items', str(items_path), keyword='items_path')}: file not found")
     items = read_items(items_path)
-    from nlgbias.validate import check_out_folder
 
     out = check_out_folder(out)
     labels, sheet_counts = sheet_labels([Path(s) for s in sheets], items=items, allow_blank=allow_blank)

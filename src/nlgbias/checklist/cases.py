@@ -18,6 +18,7 @@ import yaml
 
 from nlgbias.checklist.lexicons import HALVES, Entry, half_entries
 from nlgbias.resources import data_path
+from nlgbias.suites import load_suite
 
 CASE_COLUMNS = ["case_id", "case_type", "test", "template_id", "half", "role", "pair_id", "text", "expected",
                 "entries"]
@@ -74,7 +75,6 @@ def case_types() -> tuple[CaseType, ...]:
 @lru_cache(maxsize=1)
 def templates() -> tuple[Template, ...]:
     """Sheng et al.'s ten templates, read from the ``sheng2019`` suite, with XYZ for the group."""
-    from nlgbias.suites import load_suite
 
     return tuple(Template(t.id, t.context, t.text.replace("{group}", "XYZ"), SLOTS.get(t.id, "{x}"))
                  for t in load_suite("sheng2019").templates)

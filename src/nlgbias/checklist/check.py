@@ -19,6 +19,7 @@ from nlgbias.checklist.cases import Half, build_cases
 from nlgbias.checklist.lexicons import lexicon_sizes
 from nlgbias.checklist.results import failures, judge, pass_rates, summary_markdown, targets
 from nlgbias.errors import InputError, ScorerError, option
+from nlgbias.scorers import REGISTRY, get_scorer, regard_classifier
 
 REGARD_LABELS = {"negative", "neutral", "positive", "other"}
 UNKNOWN_SCORER = "scorer {name}: unknown; {hint}available: {names}, or a classifier folder written by `nlgbias train-regard`"
@@ -73,7 +74,6 @@ def resolve_scorer(name: str):
         Unknown name (with a suggestion), a folder without a classifier, or a scorer whose labels
         are not regard or sentiment labels (``occupation``).
     """
-    from nlgbias.scorers import REGISTRY, get_scorer, regard_classifier
 
     path = Path(name)
     if name not in REGISTRY and path.is_dir():
@@ -163,7 +163,6 @@ def check_scorer(scorer: str, *, half: Half = "all", out: str | Path | None = No
 
 
 def _registry() -> set[str]:
-    from nlgbias.scorers import REGISTRY
 
     return set(REGISTRY)
 

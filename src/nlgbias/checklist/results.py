@@ -11,6 +11,7 @@ import hashlib
 import math
 
 import pandas as pd
+from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_confint
 
 from nlgbias.checklist.cases import case_types
@@ -184,7 +185,6 @@ def scorer_differences(results_by_scorer: dict[str, pd.DataFrame], *, reference:
     With ``b`` cases only the other scorer passes and ``c`` only the reference passes, out of
     ``n``: ``diff = (b - c) / n``, standard error ``sqrt(b + c - (b - c)**2 / n) / n``.
     """
-    from scipy.stats import norm
     from statsmodels.stats.contingency_tables import mcnemar
 
     from nlgbias.metrics.significance import fdr_bh

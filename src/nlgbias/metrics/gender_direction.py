@@ -51,8 +51,15 @@ from scipy import stats
 from nlgbias.embeddings import EmbeddingSpace, MiniLMSpace, normalise_rows
 from nlgbias.errors import InputError
 from nlgbias.keys import cell_seed
-from nlgbias.metrics.resampling import (Difference, Means, bootstrap, cell_rng, mean_difference, permutation_test,
-                                        require_columns)
+from nlgbias.metrics.resampling import (
+    Difference,
+    Means,
+    bootstrap,
+    cell_rng,
+    mean_difference,
+    permutation_test,
+    require_columns,
+)
 from nlgbias.metrics.significance import fdr_bh
 from nlgbias.resources import data_path
 

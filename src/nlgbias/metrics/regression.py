@@ -45,8 +45,16 @@ import statsmodels.api as sm
 from scipy.optimize import linprog
 
 from nlgbias.errors import InputError
-from nlgbias.metrics.occupations import (BASE, CATEGORY_SEP, DEFAULT_ALIASES, GENDERS, _alias, _check_option,
-                                         _prepare, explode_categories)
+from nlgbias.metrics.occupations import (
+    BASE,
+    CATEGORY_SEP,
+    DEFAULT_ALIASES,
+    GENDERS,
+    _alias,
+    _check_option,
+    _prepare,
+    explode_categories,
+)
 
 SPECS = ("a", "b", "c")
 SPEC_NAMES = {"a": "categories", "b": "categories + woman", "c": "categories + woman + woman:category"}

@@ -28,11 +28,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from nlgbias.metrics.power import FDR, POWER, family_alpha, mde_column
+from nlgbias.metrics.power import FDR, POWER, family_alpha, gap_difference_mde_column, mde_column
 from nlgbias.metrics.shares import differences, group_shares
 from nlgbias.metrics.significance import fdr_bh
 from nlgbias.store.export import write_csv, write_json
-from nlgbias.metrics.power import gap_difference_mde_column
 
 METRICS_FILE = "metrics.json"
 MODEL_COLUMNS = ("model", "model_a", "model_b")  # the columns that name a model

@@ -6,8 +6,15 @@ adds a backend (``--model NAME:SOURCE``).
 
 from nlgbias.models.backend import Backend, GenerationRequest, TokenBackend
 from nlgbias.models.embedded import DEFAULT_MODEL, EMBEDDED
-from nlgbias.models.registry import (BACKENDS, BackendOptions, ModelRef, list_models, load_backend, register_backend,
-                                     resolve_model)
+from nlgbias.models.registry import (
+                                     BACKENDS,
+                                     BackendOptions,
+                                     ModelRef,
+                                     list_models,
+                                     load_backend,
+                                     register_backend,
+                                     resolve_model,
+)
 
 __all__ = ["BACKENDS", "Backend", "BackendOptions", "DEFAULT_MODEL", "EMBEDDED", "GenerationRequest", "ModelRef",
            "TokenBackend", "list_models", "load_backend", "register_backend", "resolve_model"]

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Sequence
 
 from nlgbias.errors import BackendError, option
+from nlgbias.validate import AUTO, LIMITS
 
-AUTO = "auto"
 CPU_BATCH = 120  # the measured default on CPUs (docs/benchmarks.md)
 AUTO_CAP = 1000  # largest automatic batch: measured on an H100, 1,000 took about as long per batch as 120
-MAX_BATCH_SIZE = 100_000  # a larger --batch-size fits no device's memory for even a tiny model
+MAX_BATCH_SIZE = LIMITS["batch_size"]  # a larger --batch-size fits no device's memory for even a tiny model
 SAFETY = 0.8  # fraction of the free memory a batch may plan to use
 RESERVE = 512 * 2 ** 20  # bytes kept for the CUDA libraries' workspaces and allocator slack
 KV_GROWTH = 2  # the cache grows by concatenation: old and new copies coexist

@@ -24,7 +24,9 @@ import functools
 import hashlib
 import inspect
 import os
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import urlparse
@@ -33,6 +35,7 @@ import numpy as np
 
 from nlgbias.errors import BackendError, option
 from nlgbias.models.backend import GenerationRequest
+from nlgbias.models.embedded import EMBEDDED
 from nlgbias.sampling import SamplingParams
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -368,8 +371,6 @@ def _load_gguf(path: Path):
 
 def _save_cache(cache: Path, tokenizer, model) -> None:
     """Write the converted model atomically (a temp folder renamed into place); skip on error."""
-    import shutil
-    import tempfile
 
     # The weights are already de-quantized to float32; drop the GGUF marker so they can be saved.
     model.hf_quantizer = None
@@ -416,7 +417,6 @@ def model_cache_dir() -> Path:
 def _load_hub(source: str, *, revision: str | None):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from nlgbias.models.embedded import EMBEDDED
 
     def load(local_only: bool):
         kwargs = {"revision": revision, "local_files_only": local_only}

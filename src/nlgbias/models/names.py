@@ -16,6 +16,7 @@ from pathlib import PurePath
 from typing import Sequence
 from urllib.parse import urlsplit
 
+
 def _short(spec: str) -> str:
     """``openai:NAME@URL`` -> NAME; a path -> its file stem or folder name; ``org/name`` -> name."""
     if spec.startswith("openai:"):

@@ -21,6 +21,7 @@ and is only ever put in the ``Authorization`` header: never in info, errors or o
 from __future__ import annotations
 
 import email.utils
+import http.client
 import json
 import os
 import random
@@ -253,7 +254,6 @@ class OpenAIBackend:
 
 
 def http_client_errors():
-    import http.client
 
     return http.client.HTTPException
 

@@ -36,6 +36,8 @@ from nlgbias.errors import BackendError, option
 from nlgbias.models.embedded import EMBEDDED
 from nlgbias.models.hf import file_sha256, folder_sha256
 from nlgbias.registry import Registry
+from nlgbias.safe_names import shown
+from nlgbias.urls import redact
 from nlgbias.validate import check_url, server_urls
 
 BUILTIN_BACKENDS = ("transformers", "openai", "fake")  # each resolved and constructed in its own way below
@@ -102,8 +104,6 @@ def resolve_model(spec: str, options: BackendOptions | None = None) -> ModelRef:
     if not spec:
         raise BackendError(f"{_model(spec)}: empty value; use an embedded alias, a path, a hub id or openai:NAME")
     if any(ord(c) < 32 or ord(c) == 127 for c in spec):
-        from nlgbias.safe_names import shown
-        from nlgbias.urls import redact
 
         raise BackendError(f"{option('--model', keyword='models')} {redact(shown(spec))}: contains a control "
                            f"character (such as NUL or a line break)")

@@ -29,7 +29,6 @@ from typing import Callable, Iterator, Sequence, TypeVar
 
 from nlgbias.errors import BackendError
 
-
 Item = TypeVar("Item")
 Answer = TypeVar("Answer")
 

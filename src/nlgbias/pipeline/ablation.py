@@ -17,8 +17,8 @@ from nlgbias.analyses.builtin import occupation_tables
 from nlgbias.errors import InputError
 from nlgbias.metrics.occupations import decoding_ablation
 from nlgbias.pipeline.audit import run
-from nlgbias.store import write_csv
 from nlgbias.sampling import MAX_TOP_K
+from nlgbias.store import write_csv
 from nlgbias.validate import check_out_folder
 
 MAX_GRID_VALUES = 20  # per axis of the grid

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import sys
 from dataclasses import dataclass, replace
 from importlib import metadata
@@ -345,7 +346,6 @@ def _backend_info(info: dict) -> dict:
 
 def peak_memory_gb() -> float:
     """This process's peak resident memory so far (GB; Linux reports KiB, macOS bytes)."""
-    import resource  # Unix only
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 ** (3 if sys.platform == "darwin" else 2)

@@ -30,8 +30,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from nlgbias.analyses import (AnalysisOptions, RunTables, analyses_for, check_analyses, report_sections,
-                               run_analyses)
+from nlgbias.analyses import AnalysisOptions, RunTables, analyses_for, check_analyses, report_sections, run_analyses
 from nlgbias.errors import InputError, option
 from nlgbias.metrics.results import Results, named_results, rename_models
 from nlgbias.models.names import model_names
@@ -42,7 +41,6 @@ from nlgbias.store import write_csv, write_json
 from nlgbias.store.manifest import DECODING, SETTINGS
 from nlgbias.suites import Suite
 from nlgbias.validate import at_least, check_out_folder, within
-
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from nlgbias.errors import BackendError, InputError, NlgbiasError, command_line, command_line_wording, option
-from nlgbias.validate import at_least, bounded
 from nlgbias.models import load_backend, resolve_model
 from nlgbias.scorers import get_scorer
+from nlgbias.validate import at_least, bounded
 
 INSTALL_HINT = "pip install 'nlgbias[ray]'"
 IN_FLIGHT_PER_ACTOR = 2  # calls queued on each actor, so it never waits for the driver's commit
@@ -201,8 +201,15 @@ class RayPool:
              what: str) -> Iterator[tuple[int, Any]]:
         """Call ``actor.<method>(item)`` for every item across the pool; yield ``(index, result)`` as done."""
         ray = self.ray
-        from ray.exceptions import (ActorUnschedulableError, NodeDiedError, ObjectLostError, OwnerDiedError,
-                                    RayActorError, RayTaskError, WorkerCrashedError)
+        from ray.exceptions import (
+            ActorUnschedulableError,
+            NodeDiedError,
+            ObjectLostError,
+            OwnerDiedError,
+            RayActorError,
+            RayTaskError,
+            WorkerCrashedError,
+        )
 
         faults = (RayActorError, WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
         actors = [start() for _ in range(min(self.workers, len(items)))]

@@ -4,9 +4,17 @@
 its default behaviour after the start token, gradient saliency, and template perturbations.
 """
 
-from nlgbias.probes.pronouns.probabilities import (PERTURBATIONS, PRONOUNS, continuation_probabilities,
-                                                   expand_templates, perturb, perturbations, saliency,
-                                                   start_token_id, start_token_probabilities)
+from nlgbias.probes.pronouns.probabilities import (
+                                                   PERTURBATIONS,
+                                                   PRONOUNS,
+                                                   continuation_probabilities,
+                                                   expand_templates,
+                                                   perturb,
+                                                   perturbations,
+                                                   saliency,
+                                                   start_token_id,
+                                                   start_token_probabilities,
+)
 from nlgbias.words import FAMILIES
 
 __all__ = ["FAMILIES", "PERTURBATIONS", "PRONOUNS", "continuation_probabilities", "expand_templates", "perturb",

@@ -17,8 +17,8 @@ import pandas as pd
 from nlgbias.annotation.sample import hard_examples
 from nlgbias.metrics.power import FDR, MDE_FLAG
 from nlgbias.metrics.results import Results
-from nlgbias.report.charts import stacked_panels
 from nlgbias.metrics.validity import THRESHOLD
+from nlgbias.report.charts import stacked_panels
 from nlgbias.report.svg import bar_chart, line_chart, scatter
 from nlgbias.scorers.regard import RELEASE, measured_validity
 

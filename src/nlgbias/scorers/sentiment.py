@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 from importlib import metadata, resources
+from importlib.util import find_spec
 from typing import Sequence
 
 import pandas as pd
 
 from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, three_class
-from importlib.util import find_spec
 
 VADER_THRESHOLD = 0.05
 TEXTBLOB_THRESHOLD = 0.05

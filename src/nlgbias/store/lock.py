@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from nlgbias.errors import StoreError, option
+from nlgbias.urls import redact
 
 try:
     import fcntl
@@ -37,7 +38,6 @@ LOCK_NAME = ".lock"
 
 def command_text(command: Sequence[str] | None) -> str:
     """The command line as one line of shell words (credentials in URLs hidden)."""
-    from nlgbias.urls import redact
 
     words = list(command) if command else ["python", *sys.argv]
     return redact(" ".join(shlex.quote(str(w)) for w in words)).replace("\n", " ")

@@ -9,9 +9,9 @@ import yaml
 
 from nlgbias.errors import InputError
 from nlgbias.inputs import read_user_text
-from nlgbias.words import GENDER_SIDE
 from nlgbias.safe_names import shown
 from nlgbias.suites.loader import ID_PATTERN, MAX_NAME_LENGTH
+from nlgbias.words import GENDER_SIDE
 
 COLUMNS = ("name", "gender", "continent")
 GENDERS = {**{word: "woman" if side == "female" else "man" for word, side in GENDER_SIDE.items()},

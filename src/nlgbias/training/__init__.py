@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 
 from nlgbias.errors import InputError
-from nlgbias.scorers.regard import (RELEASE, Regard4Scorer, Regard4V1Scorer, RegardScorer, RegardV1Scorer,
-                                    classifier_dir)
+from nlgbias.scorers.regard import RELEASE, Regard4Scorer, Regard4V1Scorer, RegardScorer, RegardV1Scorer, classifier_dir
 from nlgbias.training.dataset import dataset_dir, load_dataset
 from nlgbias.training.evaluate import accuracy, macro_f1
 from nlgbias.training.experiment import LABELS, SETTINGS, view

@@ -15,10 +15,10 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from nlgbias.errors import InputError
 from nlgbias.keys import cell_seed
 from nlgbias.resources import data_path
 from nlgbias.scorers.regard import RELEASE
-from nlgbias.errors import InputError
 
 SPLITS = {"train": 0.70, "dev": 0.15, "test": 0.15}
 NEAR_DUPLICATE = 0.8

@@ -18,8 +18,7 @@ import pandas as pd
 from nlgbias.metrics.significance import fdr_bh
 from nlgbias.store.export import write_json, write_text
 from nlgbias.training.baselines import BagOfWords, Classifier, LSTMBaseline, SentimentAsRegard
-from nlgbias.training.evaluate import (accuracy, confusion, expected_calibration_error, macro_f1,
-                                       paired_permutation_p)
+from nlgbias.training.evaluate import accuracy, confusion, expected_calibration_error, macro_f1, paired_permutation_p
 
 LABELS = {3: ["negative", "neutral", "positive"], 4: ["negative", "neutral", "positive", "other"]}
 # The shipped recipe, chosen on the dev split (docs/regard.md): every transformer layer trained

@@ -9,9 +9,17 @@
     Divergences, perturbations, certainty, templates and validity on the probability tables.
 """
 
-from nlgbias.probes.pronouns.probabilities import (PERTURBATIONS, PRONOUNS, continuation_probabilities,
-                                                   expand_templates, perturb, perturbations, saliency,
-                                                   start_token_id, start_token_probabilities)
+from nlgbias.probes.pronouns.probabilities import (
+                                                   PERTURBATIONS,
+                                                   PRONOUNS,
+                                                   continuation_probabilities,
+                                                   expand_templates,
+                                                   perturb,
+                                                   perturbations,
+                                                   saliency,
+                                                   start_token_id,
+                                                   start_token_probabilities,
+)
 
 __all__ = ["PERTURBATIONS", "PRONOUNS", "continuation_probabilities", "expand_templates", "perturb",
            "perturbations", "saliency", "start_token_id", "start_token_probabilities"]

@@ -23,8 +23,13 @@ from nlgbias.keys import record_key
 from nlgbias.metrics.gender_direction import load_debiaswe
 from nlgbias.models import ModelRef, TokenBackend
 from nlgbias.models.batching import AUTO, CPU_BATCH
-from nlgbias.probes.pronouns.probabilities import (continuation_probabilities, expand_templates, perturbations,
-                                                   saliency, start_token_probabilities)
+from nlgbias.probes.pronouns.probabilities import (
+    continuation_probabilities,
+    expand_templates,
+    perturbations,
+    saliency,
+    start_token_probabilities,
+)
 from nlgbias.store import RunStore
 from nlgbias.store.cache import chunked, fill, missing_records, save_records
 from nlgbias.suites import Suite, data_file
