@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nlgbias.audit import RunConfig
+from nlgbias.pipeline.audit import RunConfig
 from nlgbias.cli import main
 from nlgbias.models import resolve_model
 from nlgbias.models.batching import (AUTO_CAP, CPU_BATCH, RESERVE, SAFETY, ModelShape, choose_batch_size,
