@@ -141,6 +141,10 @@ class Registry(MutableMapping[str, Any]):
             self._loaded[name] = resolve(target) if isinstance(target, str) else target
         return self._loaded[name]
 
+    def get(self, name: str, default: Any = None) -> Any:
+        """``self[name]`` if registered, else ``default`` (an unknown name is not an error here)."""
+        return self[name] if name in self else default
+
     def __setitem__(self, name: str, target: Any) -> None:
         self.register(name, target)
 
