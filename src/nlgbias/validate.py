@@ -188,7 +188,8 @@ def check_out_folder(out, *, flag: str = "--out", keyword: str | None = None) ->
     ...
     nlgbias.errors.InputError: out='': give a folder (an empty value would mean the current folder)
     """
-    name = option(flag, repr(out) if isinstance(out, str) and not out.strip() else out, keyword=keyword)
+    blank = isinstance(out, str) and not out.strip()  # shown quoted on a command line, where it is invisible
+    name = option(flag, repr(out) if blank and command_line() else out, keyword=keyword)
     if not isinstance(out, (str, os.PathLike)):
         raise InputError(f"{option(flag, keyword=keyword)}: {out!r} is not a folder path")
     text = os.fspath(out)

@@ -41,7 +41,7 @@ from nlgbias.models.names import model_names
 from nlgbias.models.servers import with_earlier_answers
 from nlgbias.pipeline.distributed import RayOptions, RayPool
 from nlgbias.pipeline.generation import attach_scores, build_samples, scored_long
-from nlgbias.pipeline.measurements import Measurement, measurement_for
+from nlgbias.pipeline.measurements import Measurement, batch_size_of, measurement_for
 from nlgbias.pipeline.precision import PrecisionTarget
 from nlgbias.progress import Progress, Stopwatch
 from nlgbias.report import Section, write_report
@@ -135,8 +135,8 @@ class RunConfig:
         refs = tuple(resolve_model(m, options) for m in models)
         fields = measurement.configure(suite, scorers=scorers, max_new_tokens=max_new_tokens, temperature=temperature,
                                        top_k=top_k, top_p=top_p, bls_mapping=bls_mapping)
-        size, auto = measurement.batch_size(suite, batch_size, refs=refs, options=options, samples=samples,
-                                            params=fields.get("params"))
+        size, auto = batch_size_of(measurement, suite, batch_size, refs=refs, options=options, samples=samples,
+                                   params=fields.get("params"))
         return cls(suite, refs, options, samples, seed, size, n_boot=n_boot, confidence=confidence, min_n=min_n,
                    precision=precision, batch_auto=auto, **fields)
 

@@ -18,9 +18,10 @@ Everything the run does differently for a kind lives in its entry, so the run it
     Check and resolve the kind's own options (no weights loaded); the :class:`RunConfig` fields
     it sets on :class:`~nlgbias.pipeline.audit.RunConfig` (``params``, ``scorers``, ``unavailable``,
     ``bls_mapping``).
-``batch_size(suite, requested, *, refs, options, samples, params)``
+``batch_size(suite, requested, *, refs, options, samples, params)`` (optional)
     The batch size a run uses for ``--batch-size`` (a number or ``auto``) and, for ``auto``, a record
-    of how it was chosen (:mod:`nlgbias.models.batching`), or ``None``.
+    of how it was chosen (:mod:`nlgbias.models.batching`), or ``None``.  A measurement without it
+    takes a number as given and ``auto`` as 120 (:func:`batch_size_of`).
 ``measure(config, store, *, load, progress, clock, pool)``
     Measure what the store lacks; ``(RunTables, samples generated now, manifest record or None)``.
 ``identity(config)``
@@ -43,6 +44,8 @@ from typing import Any, Protocol, runtime_checkable
 import pandas as pd
 
 from nlgbias.errors import SuiteError, command_line
+from nlgbias.models.batching import CPU_BATCH
+from nlgbias.validate import AUTO
 from nlgbias.registry import Registry, did_you_mean
 from nlgbias.suites import Suite
 
@@ -57,9 +60,6 @@ class Measurement(Protocol):
     def prompts(self, suite: Suite) -> pd.DataFrame: ...
 
     def configure(self, suite: Suite, **options: Any) -> dict[str, Any]: ...
-
-    def batch_size(self, suite: Suite, requested: int | str, *, refs, options, samples: int,
-                   params) -> tuple[int, dict | None]: ...
 
     def measure(self, config, store, *, load, progress, clock, pool) -> tuple: ...
 
@@ -100,9 +100,17 @@ def measurement_for(suite: Suite) -> Measurement:
     return MEASUREMENTS[suite.kind]
 
 
+def batch_size_of(measurement: Measurement, suite: Suite, requested: int | str, **context: Any) -> tuple[int, dict | None]:
+    """``measurement.batch_size(...)`` where the measurement has one; else ``requested``, ``auto`` as 120."""
+    choose = getattr(measurement, "batch_size", None)
+    if choose is not None:
+        return choose(suite, requested, **context)
+    return (CPU_BATCH if requested == AUTO else int(requested)), None
+
+
 def suite_prompts(suite: Suite) -> pd.DataFrame:
     """Every prompt a run of ``suite`` sends, whatever its kind (``prompt_id, prompt``, ...)."""
     return measurement_for(suite).prompts(suite)
 
 
-__all__ = ["MEASUREMENTS", "Measurement", "measurement_for", "register_measurement", "suite_prompts"]
+__all__ = ["MEASUREMENTS", "Measurement", "batch_size_of", "measurement_for", "register_measurement", "suite_prompts"]

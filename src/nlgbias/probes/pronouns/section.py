@@ -8,15 +8,16 @@ context of the template ``_pronouns.html.j2`` next to this module.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pandas as pd
+
+from nlgbias.resources import package_path
 
 from nlgbias.metrics.results import Results
 from nlgbias.report.sections import records
 from nlgbias.report.svg import histogram
 
-TEMPLATE = Path(__file__).with_name("_pronouns.html.j2")
+TEMPLATE = package_path("probes", "pronouns", "_pronouns.html.j2")
 
 
 def pronouns(results: Results, probs: pd.DataFrame, _manifest: dict) -> dict | None:
