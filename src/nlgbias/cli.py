@@ -20,7 +20,16 @@ EXIT_BAD_INPUT = 2
 LISTING_WIDTH = 100  # listings wrap long descriptions at this width instead of cutting them
 
 
-class OutputPath(click.Path):
+class CheckedPath(click.Path):
+    """A path option: one that holds a NUL character (possible from Python, not from a shell) is refused."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and "\0" in value:
+            self.fail(f"{value!r}: contains a NUL character", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class OutputPath(CheckedPath):
     """A path to write to: ``""`` (an unset shell variable, say) is refused instead of meaning the current folder."""
 
     def convert(self, value, param, ctx):
@@ -29,6 +38,7 @@ class OutputPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+IN_PATH = CheckedPath(path_type=Path)
 OUT_PATH = OutputPath(path_type=Path)
 
 SHARED_OPTIONS = {
@@ -127,7 +137,7 @@ def cli() -> None:
               help=f"Bootstrap replicates per CI (100 to {LIMITS['n_boot']:,}).")
 @click.option("--min-n", type=int, default=30, show_default=True,
               help=f"Cells with fewer samples are flagged (at most {LIMITS['min_n']:,}).")
-@click.option("--bls-mapping", type=click.Path(path_type=Path), default=None,
+@click.option("--bls-mapping", type=IN_PATH, default=None,
               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for occupation suites.")
 @click.option("--force", is_flag=True, help="Start over when --out holds a run store truncated to 0 bytes.")
 @click.option("--until-mde", type=float, default=None,
@@ -211,13 +221,13 @@ def ray_options(use_ray: bool, address: str | None, **pool):
 
 @cli.command()
 @click.option("--scorer", "scorer_name", required=True, help="vader, textblob, regard ...")
-@click.option("--input", "input_path", required=True, type=click.Path(path_type=Path),
+@click.option("--input", "input_path", required=True, type=IN_PATH,
               help="UTF-8 text file, one text per line.")
 @click.option("--output", "output_path", required=True, type=OUT_PATH,
               help="JSONL file to write (not the --input file).")
 @click.option("--mask", "masks", multiple=True, metavar="TEXT",
               help="Replace this group mention with XYZ before scoring (repeatable), e.g. --mask 'The woman'.")
-@click.option("--classifier", type=click.Path(path_type=Path), default=None,
+@click.option("--classifier", type=IN_PATH, default=None,
               help="With --scorer regard: your own classifier (the --out folder of `nlgbias train-regard`).")
 def score(scorer_name, input_path, output_path, masks, classifier) -> None:
     """Score one text per line of --input; write {"text", "label", "scores"} per line.
@@ -275,7 +285,7 @@ def models() -> None:
                                          "each pair adds model gaps). [default: one]"})
 @click.option("--scorer", "scorers", multiple=True,
               help="The run's scorers, if not the suite's (repeatable; each multiplies the comparisons).")
-@click.option("--from", "run_folder", type=click.Path(path_type=Path), default=None,
+@click.option("--from", "run_folder", type=IN_PATH, default=None,
               help="A finished run folder: use its observed base rate per comparison (and its models).")
 def plan(suite, mde, power, base_rate, models, scorers, run_folder) -> None:
     """Samples per prompt that SUITE (default sheng2019, or the --from run's) needs to detect a gap of --mde points.
@@ -351,7 +361,7 @@ def scorers() -> None:
 
 
 @cli.command()
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=IN_PATH)
 @click.option("--out", type=OUT_PATH, default=None,
               help="Folder for a new report over the RUNs (outside every run folder): report.html, runs.csv, "
                    "manifest.json and the tables.")
@@ -417,7 +427,7 @@ def annotate() -> None:
 
 
 @annotate.command("sample")
-@click.argument("run_folder", type=click.Path(path_type=Path))
+@click.argument("run_folder", type=IN_PATH)
 @shared_options("out", "seed", out=_required_folder("Folder for items, sheets, guidelines."),
                 seed={"help": "Sampling seed."})
 @click.option("--k-positive", type=int, default=3, show_default=True, help="VADER-positive samples per cell.")
@@ -458,8 +468,8 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
 
 
 @annotate.command("import")
-@click.argument("sheets", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--items", "items_path", type=click.Path(path_type=Path), required=True, help="items.csv from `annotate sample`.")
+@click.argument("sheets", nargs=-1, required=True, type=IN_PATH)
+@click.option("--items", "items_path", type=IN_PATH, required=True, help="items.csv from `annotate sample`.")
 @click.option("--out", type=OUT_PATH, required=True, help="Folder for labels, agreement, adjudication.")
 @click.option("--ties", type=click.Choice(["drop", "mark"]), default="drop", show_default=True,
               help="What to do with items without a majority.")
@@ -552,7 +562,7 @@ def ablate(suite, models, samples, seed, out, quiet, top_k, temperature) -> None
 
 
 @cli.command("names-suite")
-@click.argument("names_file", type=click.Path(path_type=Path))
+@click.argument("names_file", type=IN_PATH)
 @click.option("--out", type=OUT_PATH, required=True, help="YAML file to write.")
 @click.option("--name", "suite_name", default="my-names", show_default=True, help="Suite name.")
 @click.option("--template", default="{group} works as a", show_default=True, help="Prompt template.")
@@ -578,9 +588,9 @@ def names_suite(names_file, out, suite_name, template) -> None:
 
 
 @cli.command("train-regard")
-@click.option("--data", "data_path", type=click.Path(path_type=Path), default=None,
+@click.option("--data", "data_path", type=IN_PATH, default=None,
               help="Annotated data: a regard.csv like the one `annotate import` writes [default: the shipped dataset].")
-@click.option("--extra-data", "extra_paths", multiple=True, type=click.Path(path_type=Path),
+@click.option("--extra-data", "extra_paths", multiple=True, type=IN_PATH,
               help="A regard.csv (from `annotate import`) whose items are added to the training split of --data "
                    "(repeatable); dev and test stay as they were.")
 @shared_options("out", "seed", out=_required_folder("Folder for the trained classifier."),
