@@ -478,7 +478,7 @@ CASES = [
     ("annotate-sample-annotator-dot-dot", ["annotate", "sample", F, "--out", "{base}/ann", "--annotators", "a,.."], "--annotators '..': a name here becomes a file name"),
     ("annotate-sample-annotator-backslash", ["annotate", "sample", F, "--out", "{base}/ann", "--annotators", "..\\evil"], "a name here becomes a file name"),
     ("annotate-sample-annotator-hidden", ["annotate", "sample", F, "--out", "{base}/ann", "--annotators", ".hidden"], "--annotators '.hidden': a name here becomes a file name"),
-    ("annotate-sample-annotator-xlsx-traversal", ["annotate", "sample", F, "--out", "{base}/ann", "--format", "jsonl", "--annotators", "a/../../b"], "(sheet-NAME.jsonl)"),
+    ("annotate-sample-annotator-jsonl-traversal", ["annotate", "sample", F, "--out", "{base}/ann", "--format", "jsonl", "--annotators", "a/../../b"], "(sheet-NAME.jsonl)"),
     # annotate import
     ("annotate-import-items-missing", ["annotate", "import", "{filled}", "--items", "{base}/none.csv", "--out", "{base}/res"], "--items"),
     ("annotate-import-items-empty", ["annotate", "import", "{filled}", "--items", "{base}/inputs/items-empty.csv", "--out", "{base}/res"], "items-empty.csv: empty"),

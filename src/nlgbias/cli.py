@@ -551,7 +551,7 @@ def ablate(suite, models, samples, seed, out, quiet, top_k, temperature) -> None
     from nlgbias.ablation import decoding_grid, parse_grid
     from nlgbias.validate import bounded, check_out_folder
 
-    bounded(samples, 1, "samples", why=" per prompt")
+    bounded(samples, 1, "samples", unit=" per prompt")
     ks, ts = parse_grid(top_k, temperature)
     check_out_folder(out)
     table = decoding_grid(suite, models=list(models) or ["smollm2-135m"], top_k=ks, temperature=ts,
