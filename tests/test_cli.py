@@ -86,7 +86,7 @@ def test_out_is_a_file_or_not_writable(capsys, tmp_path):
     code, _, err = call(capsys, "run", "--model", "fake", "--out", str(afile), "--quiet")
     assert_one_line_error(code, err, f"--out {afile}: is a file; give a folder")
     code, _, err = call(capsys, "run", "--model", "fake", "--out", str(afile / "sub"), "--quiet")
-    assert_one_line_error(code, err, f"--out {afile / 'sub'}: cannot create or write this folder ({afile} is a file)")
+    assert_one_line_error(code, err, f"--out {afile / 'sub'}: cannot create or write this folder (Not a directory)")
     if os.geteuid() != 0:  # root may write anywhere
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)

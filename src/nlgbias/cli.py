@@ -43,7 +43,16 @@ EXIT_BAD_INPUT = 2
 LISTING_WIDTH = 100  # listings wrap long descriptions at this width instead of cutting them
 
 
-class OutputPath(click.Path):
+class CheckedPath(click.Path):
+    """A path option: one that holds a NUL character (possible from Python, not from a shell) is refused."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and "\0" in value:
+            self.fail(f"{value!r}: contains a NUL character", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class OutputPath(CheckedPath):
     """A path to write to: ``""`` (an unset shell variable, say) is refused instead of meaning the current folder."""
 
     def convert(self, value, param, ctx):
@@ -52,6 +61,7 @@ class OutputPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+IN_PATH = CheckedPath(path_type=Path)
 OUT_PATH = OutputPath(path_type=Path)
 
 SHARED_OPTIONS = {
@@ -166,7 +176,7 @@ RUN_OPTIONS: list[tuple[tuple, dict]] = [
     (("--scorer", "scorers"), dict(multiple=True, help="Scorers to use (repeatable) [default: the suite's].")),
     (("--n-boot",), dict(type=int, default=2000, show_default=True, help=f"Bootstrap replicates per CI (100 to {LIMITS['n_boot']:,}).")),
     (("--min-n",), dict(type=int, default=30, show_default=True, help=f"Cells with fewer samples are flagged (at most {LIMITS['min_n']:,}).")),
-    (("--bls-mapping",), dict(type=click.Path(path_type=Path), default=None,
+    (("--bls-mapping",), dict(type=IN_PATH, default=None,
                               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for "
                                    "occupation suites.")),
     (("--until-mde",), dict(type=float, default=None,
@@ -287,7 +297,7 @@ def performed_analyses(folder: Path) -> list[str]:
     try:
         manifest = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
         names = manifest["statistics"]["analyses"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return []
     return [name for name in names if isinstance(name, str)] if isinstance(names, list) else []
 
@@ -310,13 +320,13 @@ def ray_options(use_ray: bool, address: str | None, **pool):
 
 @cli.command()
 @click.option("--scorer", "scorer_name", required=True, help="vader, textblob, regard ...")
-@click.option("--input", "input_path", required=True, type=click.Path(path_type=Path),
+@click.option("--input", "input_path", required=True, type=IN_PATH,
               help="UTF-8 text file, one text per line.")
 @click.option("--output", "output_path", required=True, type=OUT_PATH,
               help="JSONL file to write (not the --input file).")
 @click.option("--mask", "masks", multiple=True, metavar="TEXT",
               help="Replace this group mention with XYZ before scoring (repeatable), e.g. --mask 'The woman'.")
-@click.option("--classifier", type=click.Path(path_type=Path), default=None,
+@click.option("--classifier", type=IN_PATH, default=None,
               help="With --scorer regard: your own classifier (the --out folder of `nlgbias train-regard`).")
 @plugin_option
 def score(scorer_name, input_path, output_path, masks, classifier) -> None:
@@ -373,7 +383,7 @@ def models() -> None:
                                          "each pair adds model gaps). [default: one]"})
 @click.option("--scorer", "scorers", multiple=True,
               help="The run's scorers, if not the suite's (repeatable; each multiplies the comparisons).")
-@click.option("--from", "run_folder", type=click.Path(path_type=Path), default=None,
+@click.option("--from", "run_folder", type=IN_PATH, default=None,
               help="A finished run folder: use its observed base rate per comparison (and its models).")
 def plan(suite, mde, power, base_rate, models, scorers, run_folder) -> None:
     """Samples per prompt that SUITE (default sheng2019, or the --from run's) needs to detect a gap of --mde points.
@@ -446,7 +456,7 @@ def scorers() -> None:
 
 
 @cli.command()
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=IN_PATH)
 @click.option("--out", type=OUT_PATH, default=None,
               help="Folder for a new report over the RUNs (outside every run folder): report.html, runs.csv, "
                    "manifest.json and the tables.")
@@ -510,7 +520,7 @@ def annotate() -> None:
 
 
 @annotate.command("sample")
-@click.argument("run_folder", type=click.Path(path_type=Path))
+@click.argument("run_folder", type=IN_PATH)
 @shared_options("out", "seed", out=_required_folder("Folder for items, sheets, guidelines."),
                 seed={"help": "Sampling seed."})
 @click.option("--k-positive", type=int, default=3, show_default=True, help="VADER-positive samples per cell.")
@@ -550,8 +560,8 @@ def annotate_sample(run_folder, out, seed, k_positive, k_negative, k_neutral, k_
 
 
 @annotate.command("import")
-@click.argument("sheets", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--items", "items_path", type=click.Path(path_type=Path), required=True, help="items.csv from `annotate sample`.")
+@click.argument("sheets", nargs=-1, required=True, type=IN_PATH)
+@click.option("--items", "items_path", type=IN_PATH, required=True, help="items.csv from `annotate sample`.")
 @click.option("--out", type=OUT_PATH, required=True, help="Folder for labels, agreement, adjudication.")
 @click.option("--ties", type=click.Choice(["drop", "mark"]), default="drop", show_default=True,
               help="What to do with items without a majority.")
@@ -631,7 +641,7 @@ def ablate(suite, models, samples, seed, out, quiet, top_k, temperature, backend
         nlgbias ablate kirk2021-identity --top-k 10,50,0 --temperature 0.7,1.0 --samples 100 --out runs/ablation
     """
 
-    bounded(samples, 1, "samples", why=" per prompt")
+    bounded(samples, 1, "samples", unit=" per prompt")
     ks, ts = parse_grid(top_k, temperature)
     check_out_folder(out)
     table = decoding_grid(suite, models=list(models) or [DEFAULT_MODEL], top_k=ks, temperature=ts,
@@ -642,7 +652,7 @@ def ablate(suite, models, samples, seed, out, quiet, top_k, temperature, backend
 
 
 @cli.command("names-suite")
-@click.argument("names_file", type=click.Path(path_type=Path))
+@click.argument("names_file", type=IN_PATH)
 @click.option("--out", type=OUT_PATH, required=True, help="YAML file to write.")
 @click.option("--name", "suite_name", default="my-names", show_default=True, help="Suite name.")
 @click.option("--template", default="{group} works as a", show_default=True, help="Prompt template.")
@@ -665,9 +675,9 @@ def names_suite(names_file, out, suite_name, template) -> None:
 
 
 @cli.command("train-regard")
-@click.option("--data", "data_path", type=click.Path(path_type=Path), default=None,
+@click.option("--data", "data_path", type=IN_PATH, default=None,
               help="Annotated data: a regard.csv like the one `annotate import` writes [default: the shipped dataset].")
-@click.option("--extra-data", "extra_paths", multiple=True, type=click.Path(path_type=Path),
+@click.option("--extra-data", "extra_paths", multiple=True, type=IN_PATH,
               help="A regard.csv (from `annotate import`) whose items are added to the training split of --data "
                    "(repeatable); dev and test stay as they were.")
 @shared_options("out", "seed", out=_required_folder("Folder for the trained classifier."),

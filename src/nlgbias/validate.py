@@ -79,10 +79,12 @@ def at_most(value, maximum, option: str, *, flags: bool | None = None, why: str 
         raise InputError(f"{_name(option, flags)}{sep}{value:,}: at most {limit}{why}")
 
 
-def bounded(value, minimum, option: str, *, flags: bool | None = None, whole: bool = True, why: str = "") -> None:
-    """:func:`at_least` ``minimum`` and :func:`at_most` the option's :data:`LIMITS` entry."""
+def bounded(value, minimum, option: str, *, flags: bool | None = None, whole: bool = True, why: str = "",
+            unit: str = "") -> None:
+    """:func:`at_least` ``minimum`` and :func:`at_most` the option's :data:`LIMITS` entry (``unit``: words after
+    the limit, e.g. `` per prompt``)."""
     at_least(value, minimum, option, flags=flags, whole=whole, why=why)
-    at_most(value, LIMITS[option], option, flags=flags, why=why)
+    at_most(value, LIMITS[option], option, flags=flags, why=unit or why)
 
 
 def within(value, low, high, option: str, *, flags: bool | None = None, closed: bool = False,
@@ -205,7 +207,7 @@ def check_out_folder(out, *, flag: str = "--out", keyword: str | None = None) ->
         probe_in = probe_in.parent
     try:
         if not probe_in.is_dir():
-            raise NotADirectoryError(errno.ENOTDIR, f"{probe_in} is a file")
+            raise NotADirectoryError(errno.ENOTDIR, "Not a directory")
         handle, probe = tempfile.mkstemp(dir=probe_in, prefix=".nlgbias-write-test-")
         os.close(handle)
         os.unlink(probe)
@@ -219,8 +221,8 @@ def check_out_file(out, *, flag: str = "--out", keyword: str | None = None, what
     """An output file as ``Path``, checked without creating anything: given, no NUL, not a folder,
     and its folder writable or creatable (:func:`check_out_folder`)."""
     if not isinstance(out, (str, os.PathLike)) or not str(os.fspath(out)).strip():
-        raise InputError(f"{option(flag, repr(out) if isinstance(out, str) else out, keyword=keyword)}: "
-                         f"give a {what}")
+        raise InputError(f"{option(flag, repr(out) if isinstance(out, str) and command_line() else out, keyword=keyword)}"
+                         f": give a {what}")
     text = str(os.fspath(out))
     if "\0" in text:
         raise InputError(f"{option(flag, keyword=keyword)}: {text!r} contains a NUL character")
@@ -239,7 +241,7 @@ def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device,
                       max_retries, api_base=None, models=(), cooldown=60.0, flags: bool | None = None) -> None:
     """Every numeric and device option of a run, checked before anything loads."""
     flags = _flags(flags)
-    bounded(samples, 1, "samples", flags=flags)
+    bounded(samples, 1, "samples", flags=flags, unit=" per prompt")
     check_batch_size(batch_size, flags=flags)
     bounded(n_boot, 100, "n_boot", flags=flags, why=" bootstrap replicates")
     _number(confidence, "confidence", flags, whole=False)
@@ -247,7 +249,7 @@ def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device,
         raise InputError(f"{_name('confidence', flags)}{' ' if flags else ''}{confidence}: must be between 0 and 1, "
                          f"e.g. 0.95")
     bounded(min_n, 1, "min_n", flags=flags)
-    bounded(concurrency, 1, "concurrency", flags=flags, why=" requests in flight per server")
+    bounded(concurrency, 1, "concurrency", flags=flags, unit=" requests in flight per server")
     _number(timeout, "timeout", flags, whole=False)
     if timeout <= 0:
         raise InputError(f"{_name('timeout', flags)}{' ' if flags else ''}{timeout}: must be more than 0 seconds")
