@@ -218,3 +218,16 @@ def test_python_callers_get_the_keyword_in_the_message(value, message):
     with pytest.raises(InputError) as error:
         config("fake", value)
     assert str(error.value).startswith(message)
+
+
+def test_a_run_with_an_automatic_gpu_size_resumes_with_the_stored_size(tmp_path, tiny_model_dir):
+    from nlgbias.audit import run_config
+
+    base = replace(config(str(tiny_model_dir), 8), n_boot=200)
+    first = run_config(base, out=tmp_path, quiet=True)
+    assert first.generated == 60
+    gpu = {"requested": "auto", "device": "cuda", "free_gib": 70.0}  # as RunConfig.create records a GPU choice
+    again = run_config(replace(base, batch_size=1000, batch_auto=gpu), out=tmp_path, quiet=True)
+    assert (again.run_id, again.generated) == (first.run_id, 0)
+    assert again.manifest["sampling"]["batch_size"] == 8
+    assert again.manifest["sampling"]["batch_size_auto"] == {**gpu, "fitted_now": 1000, "kept_from_store": 8}
