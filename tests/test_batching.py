@@ -221,7 +221,7 @@ def test_python_callers_get_the_keyword_in_the_message(value, message):
 
 
 def test_a_run_with_an_automatic_gpu_size_resumes_with_the_stored_size(tmp_path, tiny_model_dir):
-    from nlgbias.audit import run_config
+    from nlgbias.pipeline.audit import run_config
 
     base = replace(config(str(tiny_model_dir), 8), n_boot=200)
     first = run_config(base, out=tmp_path, quiet=True)
