@@ -72,7 +72,10 @@ def measured_validity(release: int = RELEASE) -> dict:
         for release 2, its recipe) never trained on. Release 1: the v1 classifier on all v2 items
         it never saw (one row, ``by`` = ``new items``). Release 2: leave-one-source-out, one row
         per held-out model-decoding source (``by`` = ``source``) and prompt family (``family``),
-        averaged over seeds (``evaluation.json``, key ``v2``).
+        averaged over seeds (``evaluation.json``, key ``v2``). ``checklist``: the release's
+        behavioural-test targets on the test half of the lexicons (``name, target, value, ci_low,
+        ci_high, n, met``; ``checklist.json``, written by ``scripts/checklist/run_scorers.py``), or
+        an empty list.
     """
 
     config = json.loads((classifier_dir(3, release) / "config.json").read_text(encoding="utf-8"))
@@ -85,7 +88,9 @@ def measured_validity(release: int = RELEASE) -> dict:
         evaluation = json.loads(data_path("regard", "evaluation.json").read_text(encoding="utf-8"))
         rows = [{"by": r["by"], "held_out": r["held_out"], "n": r["n_test"], "accuracy": r["accuracy"],
                  "negative_recall": r["negative_recall"]} for r in evaluation[f"v{release}"]["leave_one_source_out"]]
-    return {"release": release, "own_test_accuracy": config.get("test_accuracy"), "held_out": rows}
+    checklist = json.loads(data_path("regard", "checklist.json").read_text(encoding="utf-8")).get(str(release), {})
+    return {"release": release, "own_test_accuracy": config.get("test_accuracy"), "held_out": rows,
+            "checklist": checklist.get("targets", [])}
 
 
 class RegardScorer:
