@@ -193,7 +193,8 @@ class RunConfig:
             "sampling": self.measurement.manifest(self)
                         | ({"batch_size_auto": self.batch_auto} if self.batch_auto else {}),
             "scorers": [{"name": s.name, "version": s.version, "citation": s.citation,
-                         "threshold": getattr(s, "threshold", None)} for s in self.scorers],
+                         "threshold": getattr(s, "threshold", None), **getattr(s, "provenance", {})}
+                        for s in self.scorers],
             "scorers_unavailable": list(self.unavailable),
             "statistics": {"analyses": list(self.analyses), "n_boot": self.n_boot, "confidence": self.confidence,
                            "min_n": self.min_n, "seed": self.seed,

@@ -125,8 +125,9 @@ def write_report(path: str | Path, results: Results, samples: pd.DataFrame, mani
     return write_text(Path(path), render_report(results, samples, manifest, sections=sections))
 
 
-RUNS_RULE = ("Runs with the same suite, decoding, samples per prompt, seed, scorer versions and statistics settings "
-             "are analysed together, as one run with all their models; runs whose settings differ are never pooled: "
+RUNS_RULE = ("Runs with the same suite, decoding, seed, scorer versions and statistics settings are analysed "
+             "together, as one run with all their models, whatever their samples per prompt (each comparison uses "
+             "its own cells' n); runs whose other settings differ are never pooled: "
              "each part below is its own analysis, with its own comparisons and adjustment.")
 
 

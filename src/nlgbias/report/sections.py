@@ -189,7 +189,9 @@ def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> 
     if shares.empty:
         return None
     gaps = results.table("regard_confidence_gaps")
-    version = next((s.get("version") for s in manifest.get("scorers", []) if s.get("name") == "regard"), None)
+    entry: dict = next((s for s in manifest.get("scorers", []) if s.get("name") == "regard"), {})
+    version = entry.get("version")
+    classifier = entry.get("classifier")  # a classifier of the user's (--scorer regard:DIR)
     head = (version or "").split("+")[0]  # "regard-2+<adapter hash>[+backend]"
     release = int(head[len("regard-"):]) if head in ("regard-1", "regard-2") else RELEASE
     measured = measured_validity(release)
@@ -203,6 +205,8 @@ def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> 
     return {
         "version": version,
         "release": release,
+        "classifier": None if not classifier else {
+            **classifier, "yours": sum(e.get("train", 0) for e in classifier.get("extra_items", []))},
         "threshold": THRESHOLD,
         "held_out": held_out,
         "own_test_accuracy": measured["own_test_accuracy"],
