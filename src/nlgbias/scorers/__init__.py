@@ -20,6 +20,7 @@ from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, Scorer, three_class
 from nlgbias.store import write_text
 from nlgbias.text import mask_group
 from nlgbias.validate import check_out_file
+from nlgbias.submodules import lazy_submodules
 
 REGISTRY: Registry = Registry("scorer", "nlgbias.scorers", {
     "vader": "nlgbias.scorers.sentiment:VaderScorer",
@@ -214,3 +215,5 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
 
 __all__ = ["CLASSIFIER_SCORERS", "LABELS", "SCORE_COLUMNS", "REGISTRY", "Scorer", "ScorerUnavailable", "get_scorer",
            "describe_scorers", "list_scorers", "regard_classifier", "score", "score_file", "scorer_base", "three_class"]
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias

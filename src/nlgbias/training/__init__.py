@@ -15,6 +15,7 @@ from nlgbias.scorers.regard import RELEASE, Regard4Scorer, Regard4V1Scorer, Rega
 from nlgbias.training.dataset import OWN_TEST, dataset_dir, extra_counts, load_dataset
 from nlgbias.training.evaluate import accuracy, macro_f1
 from nlgbias.training.experiment import LABELS, SETTINGS, view
+from nlgbias.submodules import lazy_submodules
 
 FIT_SPLITS = ("train", "dev")
 VERSION = str(RELEASE)  # the release `train-regard` builds by default, on that release's data
@@ -110,3 +111,5 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
 
 
 __all__ = ["SETTINGS", "build_classifier", "dataset_dir", "load_dataset"]
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias
