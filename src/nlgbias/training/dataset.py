@@ -84,7 +84,7 @@ def held_out(texts: list[str], share: float, *, seed: int = 0) -> np.ndarray:
     """A boolean mask of the ``texts`` to hold out: ``floor(share * len(texts))`` of them at most, whole
     clusters of near-duplicates in a seeded order (so no held-out text has a twin in training).
 
-    >>> held_out(["XYZ was a nurse.", "XYZ was a nurse!", "XYZ was rude.", "XYZ sang."], 0.5).sum()
+    >>> int(held_out(["XYZ was a nurse.", "XYZ was a nurse!", "XYZ was rude.", "XYZ sang."], 0.5).sum())
     2
     """
     want = int(np.floor(share * len(texts) + 1e-9))
