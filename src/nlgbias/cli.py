@@ -331,7 +331,7 @@ def ray_options(use_ray: bool, address: str | None, **pool):
               help="With --scorer regard: your own classifier (the --out folder of `nlgbias train-regard`).")
 @plugin_option
 def score(scorer_name, input_path, output_path, masks, classifier) -> None:
-    """Score one text per line of --input; write {"text", "label", "scores"} per line.
+    """Score one text per line of --input; write {"text", "label", "score", "scores"} per line.
 
     The regard classifier expects the person a sentence is about written as XYZ, as in its
     training data; --mask does that for raw text.  Empty lines get label null.

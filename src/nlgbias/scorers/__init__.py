@@ -171,7 +171,8 @@ def regard_classifier(folder: str | Path, *, scorer: str = "regard", flag: str |
 
 def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
                masks: Sequence[str] = (), classifier: str | Path | None = None) -> dict[str, int]:
-    """Score one text per line of ``input_path``; write ``{"text", "label", "scores"}`` per line to ``output_path``.
+    """Score one text per line of ``input_path``; write ``{"text", "label", "score", "scores"}`` per line to
+    ``output_path`` (``score``: the scorer's main number, as :func:`score` returns it; null for an empty line).
 
     Each of ``masks`` (a group mention such as ``"The woman"``) is replaced by XYZ before scoring,
     as the regard classifier expects.  ``classifier``: a regard classifier folder of your own
@@ -202,8 +203,9 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
             raise InputError("--mask: give the group mention to replace, e.g. --mask 'The woman'")
         scored_texts = [mask_group(t, mention) for t in scored_texts]
     scored = chosen.score(scored_texts)
-    lines = [json.dumps({"text": t, "label": label, "scores": details}, ensure_ascii=False)
-             for t, label, details in zip(texts, scored["label"], scored["details"])]
+    lines = [json.dumps({"text": t, "label": label, "score": None if pd.isna(value) else float(value),
+                         "scores": details}, ensure_ascii=False)
+             for t, label, value, details in zip(texts, scored["label"], scored["score"], scored["details"])]
     try:
         write_text(output_path, "".join(line + "\n" for line in lines))
     except OSError as exc:
