@@ -18,6 +18,7 @@ from nlgbias.annotation.sample import hard_examples
 from nlgbias.metrics.power import FDR, MDE_FLAG
 from nlgbias.metrics.results import Results
 from nlgbias.metrics.validity import THRESHOLD
+from nlgbias.report.findings import family_counts, family_tables, precision_line, top_findings
 from nlgbias.report.charts import stacked_panels
 from nlgbias.report.svg import bar_chart, line_chart, scatter
 from nlgbias.scorers.regard import RELEASE, measured_validity
@@ -55,17 +56,17 @@ def shares(results: Results, _samples: pd.DataFrame, manifest: dict) -> dict | N
     scorers = [s["name"] for s in manifest.get("scorers", [])]
     labels = list(results.meta.get("labels", ["negative", "neutral", "positive"]))
     gaps = results.gaps
-    findings = gaps[gaps["p_adj"] < SIGNIFICANCE].assign(size=lambda t: t["diff"].abs()) \
-        .sort_values("size", ascending=False).head(12)
-    gap_tables = [t for t in (gaps, results.model_gaps) if not t.empty]
+    family = list(family_tables(results).values())  # every comparison of the run's BH family
     return {
         "labels": labels,
         "panels": stacked_panels(results.shares, labels, scorers, ci=ci_label(results)),
         "gaps": gaps.to_dict(orient="records"),
         "model_gaps": results.model_gaps.to_dict(orient="records"),
-        "findings": findings.to_dict(orient="records"),
+        "findings": top_findings(results, alpha=SIGNIFICANCE),
+        "counts": family_counts(results, alpha=SIGNIFICANCE),
+        "precision": precision_line(manifest),
         "small_cells": int(results.shares.drop_duplicates(["model", "context", "scorer", "group"])["small_n"].sum()),
-        "mde": low_power(pd.concat(gap_tables, ignore_index=True)) if gap_tables else None,
+        "mde": low_power(pd.concat(family, ignore_index=True)) if family else None,
         "mde_flag": MDE_FLAG,
     }
 
