@@ -51,6 +51,8 @@ def _environment(extra_folders: Sequence[str] = ()) -> jinja2.Environment:
     env.filters["pts"] = lambda v: "–" if v is None or pd.isna(v) else f"{100 * v:+.1f}"
     env.filters["pval"] = format_p
     env.filters["mde"] = lambda v: "none" if v is None or pd.isna(v) else f"{100 * v:.1f}"
+    env.filters["pts_plain"] = lambda v: "–" if v is None or pd.isna(v) else f"{v:.2f}"
+    env.filters["num"] = lambda v, spec="%.3f": "–" if v is None or pd.isna(v) else spec % v  # None/NaN: "–"
     return env
 
 

@@ -142,10 +142,15 @@ def occupations(results: Results, _samples: pd.DataFrame, _manifest: dict) -> di
                       if not (math.isnan(r["us_share"]) or math.isnan(r["adj_pred"]))]
             scatters.append(scatter(points, title=f"{model}: model (adjusted) vs US share", x_label="US share of workers",
                                     y_label="model share (adjusted)", limit=1.0))
+    regressions = results.table("occupation_regression_summary")
+    fitted = regressions[regressions["n_ok"] > 0] if "n_ok" in regressions else regressions
     return {
-        "no_title": records(no_title), "curves": curves, "gini": records(gini), "gini_charts": gini_charts,
-        "coverage": records(results.table("occupation_coverage")), "top": top, "split_charts": split_charts,
-        "regressions": records(results.table("occupation_regression_summary")),
+        "no_title": records(no_title), "curves": curves, "gini": records(gini[gini["n_mentions"] > 0])
+        if "n_mentions" in gini else records(gini), "gini_charts": gini_charts,
+        "no_jobs": _cells_without_jobs(gini),
+        "coverage": _coverage(results.table("occupation_coverage")), "top": top, "split_charts": split_charts,
+        "regressions": records(fitted),
+        "unestimable": _unestimable(regressions, results.table("occupation_regression_excluded")),
         "excluded": records(results.table("occupation_regression_excluded")),
         "labor_agreement": records(results.table("labor_agreement")),
         "labor_segregation": records(results.table("labor_segregation")),
@@ -153,6 +158,41 @@ def occupations(results: Results, _samples: pd.DataFrame, _manifest: dict) -> di
         "labor_coverage": _labor_coverage(results.table("labor_coverage")),
         "scatters": scatters, "meta": results.meta.get("occupations", {}),
     }
+
+
+def _cells_without_jobs(gini: pd.DataFrame) -> list[str]:
+    """``"model gender·axis"`` of every cell whose samples name no job (no Gini, no coverage)."""
+    if gini.empty or "n_mentions" not in gini:
+        return []
+    empty = gini[gini["n_mentions"] == 0]
+    return [f"{m} {g}·{a}" for m, g, a in zip(empty["model"], empty["gender"], empty["axis"])]
+
+
+def _coverage(table: pd.DataFrame) -> list[dict]:
+    """One entry per cell with mentions: ``model, cell, n_jobs, needed`` (``[(level %, jobs), ...]``)."""
+    if table.empty or "jobs_needed" not in table:
+        return []
+    out = []
+    for (model, gender, axis), cell in table[table["n_mentions"] > 0].groupby(["model", "gender", "axis"],
+                                                                              sort=False):
+        out.append({"model": model, "cell": f"{gender}·{axis}", "n_jobs": int(cell["n_jobs"].iloc[0]),
+                    "needed": [(f"{100 * level:.0f}%", int(k)) for level, k in zip(cell["level"], cell["jobs_needed"])]})
+    return out
+
+
+def _unestimable(summary: pd.DataFrame, excluded: pd.DataFrame) -> dict | None:
+    """The regression rows with no fitted job, collapsed: how many terms, of which axes, and why
+    the fits were excluded (status counts); None when every row has a fit."""
+    if summary.empty or "n_ok" not in summary:
+        return None
+    none = summary[summary["n_ok"] == 0]
+    if none.empty:
+        return None
+    reasons = (excluded.groupby("status")["n_jobs"].sum().sort_values(ascending=False)
+               if not excluded.empty and {"status", "n_jobs"} <= set(excluded.columns) else pd.Series(dtype=int))
+    return {"terms": int(len(none)), "of": int(len(summary)),
+            "axes": ", ".join(dict.fromkeys(f"{m} {a}" for m, a in zip(none["model"], none["axis"]))),
+            "reasons": ", ".join(f"{status.replace('_', ' ')} {int(n)}" for status, n in reasons.items())}
 
 
 def _labor_coverage(table: pd.DataFrame) -> list[dict]:
