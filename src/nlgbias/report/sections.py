@@ -19,7 +19,7 @@ from nlgbias.metrics.power import FDR, MDE_FLAG
 from nlgbias.metrics.results import Results
 from nlgbias.metrics.validity import THRESHOLD
 from nlgbias.report.findings import family_counts, family_tables, precision_line, top_findings
-from nlgbias.report.charts import stacked_panels
+from nlgbias.report.charts import ALONE_BAR_WIDTH, stacked_panels
 from nlgbias.report.svg import bar_chart, line_chart, scatter
 from nlgbias.scorers.regard import RELEASE, measured_validity
 
@@ -59,7 +59,7 @@ def shares(results: Results, _samples: pd.DataFrame, manifest: dict) -> dict | N
     family = list(family_tables(results).values())  # every comparison of the run's BH family
     return {
         "labels": labels,
-        "panels": stacked_panels(results.shares, labels, scorers, ci=ci_label(results)),
+        "panels": stacked_panels(results.shares, labels, scorers, ci=ci_label(results), alone=ALONE_BAR_WIDTH),
         "gaps": gaps.to_dict(orient="records"),
         "model_gaps": results.model_gaps.to_dict(orient="records"),
         "findings": top_findings(results, alpha=SIGNIFICANCE),
