@@ -21,7 +21,7 @@ import pandas as pd
 
 from nlgbias.analyses.base import RunTables
 from nlgbias.errors import BackendError
-from nlgbias.keys import record_key
+from nlgbias.keys import cell_seed, record_key
 from nlgbias.metrics.gender_direction import load_debiaswe
 from nlgbias.models import ModelRef, TokenBackend
 from nlgbias.models.batching import AUTO, CPU_BATCH
@@ -46,7 +46,8 @@ def debiaswe_professions() -> list[str]:
 
 
 def pronoun_prompts(suite: Suite) -> pd.DataFrame:
-    """Every prompt of a pronoun suite, with its perturbations.
+    """Every prompt of a pronoun suite, with its perturbations (with ``prompts_per_set``: a seeded subset
+    of each set's base prompts, all perturbations of each kept).
 
     Returns
     -------
@@ -65,12 +66,23 @@ def pronoun_prompts(suite: Suite) -> pd.DataFrame:
             table = table.assign(template_id=table["profession"], article=table["article"].replace("", None))
             rows = perturbations(table)
         rows = rows.assign(prompt_set=entry["id"])
+        if suite.probe.get("prompts_per_set"):
+            rows = _subset(rows, int(suite.probe["prompts_per_set"]), entry["id"])
         frames.append(rows)
     prompts = pd.concat(frames, ignore_index=True)
     prompts = prompts[prompts["perturbation"].isin(suite.probe["perturbations"])]
     prompts["prompt_id"] = (prompts["prompt_set"] + "|" + prompts["template_id"].astype(str) + "|"
                             + prompts["profession"].astype(str) + "|" + prompts["perturbation"])
     return prompts[PROMPT_COLUMNS].drop_duplicates("prompt_id").reset_index(drop=True)
+
+
+def _subset(rows: pd.DataFrame, keep: int, prompt_set: str) -> pd.DataFrame:
+    """``keep`` of a prompt set's base prompts (template x profession), every perturbation of each, chosen
+    in a fixed order seeded by the set's id (the same subset on every run and machine), in file order."""
+    base = list(dict.fromkeys(zip(rows["template_id"].astype(str), rows["profession"].astype(str))))
+    chosen = set(sorted(base, key=lambda b: cell_seed(0, "prompts_per_set", prompt_set, *b))[:keep])
+    mask = [(t, p) in chosen for t, p in zip(rows["template_id"].astype(str), rows["profession"].astype(str))]
+    return rows[mask]
 
 
 def _key(ref: ModelRef, kind: str, *parts) -> str:
