@@ -1,4 +1,4 @@
-"""Counterfactual pairing, measured (issue 13, section 3): does giving sample i of every group
+"""Counterfactual pairing, measured: does giving sample i of every group
 the same random draws cut the variance of the regard gaps?
 
 Three designs, each ``--samples`` continuations per prompt of a suite on one model:
@@ -9,7 +9,7 @@ Three designs, each ``--samples`` continuations per prompt of a suite on one mod
     "The woman worked as" are independent.
 ``cdf-paired``
     The same sampler, seeded from (run seed, model, template, i): the group is left out, so
-    both prompts' sample i use the same uniforms (the prototype of the issue).
+    both prompts' sample i use the same uniforms (the first prototype of pairing).
 ``gumbel-paired``
     Gumbel-max picking with per-token-id noise (``scripts/coupling.py``), seeded as cdf-paired.
 
@@ -367,7 +367,7 @@ def analyze(args) -> None:
     templates = sorted(set(tables[args.designs[0]]["template_id"]))
     first = first_token_coupling(args, suite)
     result = {
-        "experiment": "counterfactual pairing (issue 13, section 3)",
+        "experiment": "counterfactual pairing",
         "command": "python scripts/pairing_experiment.py " + " ".join(sys.argv[1:]),
         "suite": args.suite, "model": args.model, "seed": args.seed, "samples_per_prompt": args.samples,
         "sampling": SamplingParams(**suite.sampling).to_dict(), "truncate": suite.truncate, "scorer": "regard",

@@ -8,6 +8,8 @@ import os
 import pandas as pd
 import pytest
 
+import nlgbias
+
 from fakeserver import FakeServer
 from nlgbias.cli import cli, main
 from nlgbias.store import RunStore
@@ -148,6 +150,20 @@ def test_score_command_writes_jsonl(capsys, tmp_path):
     assert rows[2]["text"] == "" and set(rows[0]["scores"]) == {"compound", "neg", "neu", "pos"}
 
 
+def test_score_jsonl_carries_the_score_the_python_api_returns(capsys, tmp_path):
+    texts = ["XYZ was a kind and generous neighbour.", "XYZ was a liar and a thief.", "", "XYZ worked as a clerk."]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    target = tmp_path / "out.jsonl"
+    code, _, err = call(capsys, "score", "--scorer", "vader", "--input", str(source), "--output", str(target))
+    assert code == 0, err
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    api = nlgbias.score(texts, scorer="vader")
+    assert [r["score"] for r in rows] == pytest.approx(api["score"].tolist(), abs=1e-12)
+    assert rows[0]["score"] == pytest.approx(rows[0]["scores"]["compound"], abs=1e-12)  # vader's main number
+    assert rows[2]["label"] == "neutral" and rows[2]["score"] == 0.0
+
+
 def test_score_input_errors(capsys, tmp_path):
     missing = tmp_path / "missing.txt"
     code, _, err = call(capsys, "score", "--scorer", "vader", "--input", str(missing), "--output", str(tmp_path / "o.jsonl"))
@@ -173,7 +189,8 @@ def test_regard_scores_masked_text_with_probabilities(capsys, tmp_path):
     probs = rows[0]["scores"]
     assert set(probs) == {"negative", "neutral", "positive", "truncated"}
     assert abs(probs["negative"] + probs["neutral"] + probs["positive"] - 1) < 1e-5
-    assert rows[2]["scores"] == {"empty": True}
+    assert rows[2]["scores"] == {"empty": True} and rows[2]["score"] is None
+    assert rows[0]["score"] == pytest.approx(probs["positive"] - probs["negative"], abs=1e-9)
     assert "3 texts scored with regard; 1 empty" in err
 
 

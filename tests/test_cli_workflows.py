@@ -222,9 +222,10 @@ def test_annotation_round_trip_sample_fill_import_train_score(capsys, fake_run, 
                                                                 ("XYZ was a liar.", "negative", "test")])])
     base.to_csv(tmp_path / "base.csv", index=False)
     code, out, err = call(capsys, "train-regard", "--data", str(tmp_path / "base.csv"), "--extra-data",
-                          str(result / "regard.csv"), "--out", str(tmp_path / "plus"), "--epochs", "1")
+                          str(result / "regard.csv"), "--out", str(tmp_path / "plus"), "--epochs", "1", "--holdout", "0")
     assert code == 0, err
-    assert out.startswith(f"trained on {2 + len(table)} sentences (train + dev); test accuracy ")
+    assert out.startswith(f"trained on {2 + len(table)} sentences (train + dev; {len(table)} of them yours); "
+                          "test accuracy ")
     config = json.loads((tmp_path / "plus" / "config.json").read_text())
     assert config["train_items"] == 2 + len(table) and config["settings"]["epochs"] == 1
 

@@ -19,12 +19,14 @@ SMALL = dict(samples=2, scorers=["vader"], n_boot=100, seed=0, quiet=True)
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Three real runs of the fake model (fake:a, fake:b, and both together) and one with other settings."""
+    """Three real runs of the fake model (fake:a, fake:b, and both together), one with more samples per
+    prompt and one with another seed."""
     base = tmp_path_factory.mktemp("runs")
     nlgbias.run("sheng2019", models=["fake:a"], out=base / "a", **SMALL)
     nlgbias.run("sheng2019", models=["fake:b"], out=base / "b", **SMALL)
     nlgbias.run("sheng2019", models=["fake:a", "fake:b"], out=base / "ab", **SMALL)
     nlgbias.run("sheng2019", models=["fake:c"], out=base / "c3", **{**SMALL, "samples": 3})
+    nlgbias.run("sheng2019", models=["fake:c"], out=base / "c-seed1", **{**SMALL, "seed": 1})
     return base
 
 
@@ -75,24 +77,50 @@ def test_min_n_and_confidence_rethreshold_without_generating_again(runs, tmp_pat
 
 
 def test_runs_with_different_settings_are_shown_side_by_side_never_pooled(runs, tmp_path):
-    combined = nlgbias.report_runs([runs / "a", runs / "b", runs / "c3"], out=tmp_path / "mixed",
+    combined = nlgbias.report_runs([runs / "a", runs / "b", runs / "c-seed1"], out=tmp_path / "mixed",
                                    title="Three runs <draft>")
     assert len(combined.parts) == 2
     assert_same_tables(Results.read(tmp_path / "mixed" / "part-1"), Results.read(runs / "ab"))
-    assert_same_tables(Results.read(tmp_path / "mixed" / "part-2"), Results.read(runs / "c3"))
+    assert_same_tables(Results.read(tmp_path / "mixed" / "part-2"), Results.read(runs / "c-seed1"))
     for part in ("part-1", "part-2"):  # no comparison between fake:c and the others
         model_gaps = Results.read(tmp_path / "mixed" / part).model_gaps
         assert not ({"fake:c"} & set(model_gaps.get("model_a", [])) and {"fake:a", "fake:b"} & set(model_gaps.get("model_b", [])))
     settings = pd.read_csv(tmp_path / "mixed" / "runs.csv")
     assert settings["part"].tolist() == [1, 1, 2]
-    assert settings["samples_per_prompt"].tolist() == [2, 2, 3]
+    assert settings["seed"].tolist() == [0, 0, 1]
     html = (tmp_path / "mixed" / "report.html").read_text()
     assert "<h1>Three runs &lt;draft&gt;</h1>" in html and "<draft>" not in html
     assert "Part 1: sheng2019 · fake:a, fake:b" in html and "Part 2: sheng2019 · fake:c" in html
     runs_table = html.split("Runs in this report", 1)[1].split("</table>", 1)[0]
-    row = next(r for r in runs_table.split("<tr") if r.startswith(' class="sig"><td>samples_per_prompt'))
-    assert "differs" in row and [c.split("</td>")[0] for c in row.split("<td>")[2:]] == ["2", "2", "3"]
+    row = next(r for r in runs_table.split("<tr") if r.startswith(' class="sig"><td>seed'))
+    assert "differs" in row and [c.split("</td>")[0] for c in row.split("<td>")[2:]] == ["0", "0", "1"]
     assert "differs" not in next(r for r in runs_table.split("<tr") if "<td>temperature" in r)
+
+
+def test_runs_with_unequal_samples_per_prompt_are_compared_and_the_report_says_so(runs, tmp_path):
+    combined = nlgbias.report_runs([runs / "a", runs / "c3"], out=tmp_path / "unequal")
+    assert len(combined.parts) == 1  # 2 and 3 samples per prompt: one analysis
+    pooled = Results.read(tmp_path / "unequal")
+    for run, model in (("a", "fake:a"), ("c3", "fake:c")):  # each model's cells are its own run's, row for row
+        own = Results.read(runs / run).shares.reset_index(drop=True)
+        mine = pooled.shares[pooled.shares["model"] == model].reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, own, check_exact=True)
+    model_gaps = pooled.model_gaps
+    assert set(zip(model_gaps["model_a"], model_gaps["model_b"])) == {("fake:a", "fake:c")}
+    assert set(model_gaps["n_a"]) == {10} and set(model_gaps["n_b"]) == {15}  # 5 prompts x 2, x 3 samples
+    differences = pooled.table("gap_differences")
+    assert not differences.empty and set(differences["n_a1"]) == {10} and set(differences["n_b1"]) == {15}
+    assert pooled.meta["n_comparisons"] == len(pooled.gaps) + len(model_gaps) + len(differences)
+    settings = pd.read_csv(tmp_path / "unequal" / "runs.csv")
+    assert settings["part"].tolist() == [1, 1] and settings["samples_per_prompt"].tolist() == [2, 3]
+    manifest = json.loads((tmp_path / "unequal" / "manifest.json").read_text())
+    assert manifest["parts"][0]["unequal_samples"] == [
+        {"model": "fake:a", "run_id": settings["run_id"][0], "samples_per_prompt": 2},
+        {"model": "fake:c", "run_id": settings["run_id"][1], "samples_per_prompt": 3}]
+    html = (tmp_path / "unequal" / "report.html").read_text()
+    assert "<b>Samples per prompt</b>2 (fake:a), 3 (fake:c): unequal" in html
+    assert "The models were run with different samples per prompt (fake:a: 2, fake:c: 3)." in html
+    assert "unequal-samples" not in (runs / "ab" / "report.html").read_text()
 
 
 def test_the_command_line_writes_the_same_report(runs, tmp_path, capsys):

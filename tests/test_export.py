@@ -62,11 +62,26 @@ def _main(argv: list[str]) -> int:
 
 # -- reading the tables back (independently of the code that writes them) -------------------------
 
-def _latex_rows(text: str) -> tuple[list[str], list[list[str]]]:
-    body = text[text.index("\\midrule") + len("\\midrule"): text.index("\\bottomrule")]
+def _latex_rows(text: str, *, blocks: bool = False):
+    """The shown header and the data rows of an exported LaTeX table (longtable or tabularx).
+
+    Block heading rows (``\\multicolumn{..}{@{}l}{\\textit{a $\\cdot$ b}}``) are not data rows: with
+    ``blocks``, each row comes as ``(heading values, cells)``.
+    """
     header = text[text.index("\\toprule") + len("\\toprule"): text.index("\\midrule")]
+    if "\\endlastfoot" in text:
+        body = text[text.index("\\endlastfoot") + len("\\endlastfoot"): text.index("\\end{longtable}")]
+    else:
+        body = text[text.index("\\midrule") + len("\\midrule"): text.index("\\bottomrule")]
     split = lambda line: [c.strip() for c in re.split(r"(?<!\\)&", line.strip().removesuffix("\\\\").strip())]
-    return split(header), [split(line) for line in body.strip().splitlines()]
+    rows, heading = [], []
+    for line in body.strip().splitlines():
+        found = re.fullmatch(r"\\multicolumn\{\d+\}\{@\{\}l\}\{\\textit\{(.*)\}\} \\\\", line.strip())
+        if found:
+            heading = found.group(1).split(" $\\cdot$ ")
+        elif line.strip() and line.strip() != "\\addlinespace":
+            rows.append((heading, split(line)) if blocks else split(line))
+    return split(header), rows
 
 
 def _markdown_rows(text: str) -> tuple[list[str], list[list[str]]]:
@@ -121,8 +136,9 @@ def test_marks_follow_the_adjusted_p_in_both_formats():
                          "ci_low": [0.1, -0.2, 0.0, -0.1, 0.2], "ci_high": [0.3, 0.0, 0.1, 0.1, 0.4],
                          "p": 0.0, "p_adj": [0.0005, 0.005, 0.03, 0.05, 0.0099]})
     table = export.gap_table(Results({"gaps": gaps}, {"confidence": 0.95}), {"run_id": "r"})
-    _, rows = _latex_rows(export.latex(table))
-    assert [row[6] for row in rows] == ["+20.0$^{***}$", "$-$10.0$^{**}$", "+5.0$^{*}$", "+1.0", "+30.0$^{**}$"]
+    header, rows = _latex_rows(export.latex(table))
+    assert [row[header.index("Gap (pts)")] for row in rows] == ["+20.0$^{***}$", "$-$10.0$^{**}$", "+5.0$^{*}$",
+                                                                "+1.0", "+30.0$^{**}$"]
     _, rows = _markdown_rows(export.markdown(table))
     assert [row[6] for row in rows] == ["+20.0\\*\\*\\*", "-10.0\\*\\*", "+5.0\\*", "+1.0", "+30.0\\*\\*"]
     assert [row[7] for row in rows] == ["[+10.0, +30.0]", "[-20.0, +0.0]", "[+0.0, +10.0]", "[-10.0, +10.0]",
@@ -139,6 +155,11 @@ def test_share_table_has_one_row_per_cell_and_the_csv_shares_and_intervals(expor
     cells = csv.drop_duplicates(["model", "context", "scorer", "group"])
     assert len(rows) == len(cells)
     labels = ["negative", "neutral", "positive"]
+    if fmt == "latex":  # one context and one scorer: in the caption; the model heads each block of rows
+        assert "(every row: context respect; scorer vader)" in text
+        _, blocks = _latex_rows(text, blocks=True)
+        rows = [[heading[0], "respect", "vader", *cells] for heading, cells in blocks]
+        header = ["Model", "Context", "Scorer", *header]
     for row in rows:
         model, group = row[0], row[3]
         for label in labels:
@@ -155,6 +176,7 @@ def test_share_table_has_one_row_per_cell_and_the_csv_shares_and_intervals(expor
 def _unescape(cell: str, fmt: str) -> str:
     if fmt == "markdown":
         return re.sub(r"\\(.)", r"\1", cell)
+    cell = cell.replace("\\allowbreak{}", "")  # where a long name may break
     for escaped, char in (("\\textbackslash{}", "\\"), ("\\textasciitilde{}", "~"), ("\\textasciicircum{}", "^")):
         cell = cell.replace(escaped, char)
     return re.sub(r"\\([&%$#_{}])", r"\1", cell)
@@ -162,12 +184,12 @@ def _unescape(cell: str, fmt: str) -> str:
 
 def test_latex_is_booktabs_with_every_special_character_escaped_and_a_legend(exported):
     text = (exported / "shares.tex").read_text(encoding="utf-8")
-    assert text.count("\\toprule") == text.count("\\midrule") == text.count("\\bottomrule") == 1
+    assert text.count("\\toprule") == text.count("\\bottomrule") == 1  # a table float (longtables repeat the head)
     # the model "fake:a&b_{x}% ~ #1 ^ $5 \\" and the group "o'neil_x" appear only escaped
-    assert "fake:a\\&b\\_\\{x\\}\\% \\textasciitilde{} \\#1 \\textasciicircum{} \\$5 \\textbackslash{} &" in text
-    assert "o'neil\\_x" in text and "o'neil_x" not in text
+    assert "\\textit{fake:a\\&b\\_\\{x\\}\\% \\textasciitilde{} \\#1 \\textasciicircum{} \\$5 \\textbackslash{}}" in text
+    assert "o'neil\\_\\allowbreak{}x" in text and "o'neil_x" not in text
     _, rows = _latex_rows(text)
-    assert all(len(row) == 8 for row in rows)  # no unescaped & splits a row
+    assert all(len(row) == 5 for row in rows)  # group, n, three labels: no unescaped & splits a row
     gaps = (exported / "gaps.tex").read_text(encoding="utf-8")
     assert "$^{*}$ adjusted $p<0.05$, $^{**}$ adjusted $p<0.01$, $^{***}$ adjusted $p<0.001$" in gaps
     assert gaps.index("\\bottomrule") < gaps.index("adjusted $p<0.05$")  # the legend is under the table

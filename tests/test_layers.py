@@ -25,7 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "nlgbias"
 # analysis is its statistics plus its report section, and the report is handed the sections.
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"errors", "keys", "words", "text", "sampling", "progress", "inputs", "resources", "validate",
-                    "registry", "urls", "safe_names"}),
+                    "registry", "urls", "safe_names", "submodules"}),
     ("store", {"store"}),
     ("suites", {"suites"}),
     ("models", {"models"}),

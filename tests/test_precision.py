@@ -135,7 +135,7 @@ def test_a_run_in_rounds_records_them_and_its_last_round_mde_is_the_reports(tmp_
     assert record["samples"] == len(first.samples) == first.generated + len(plain.samples)
     assert first.manifest["sampling"]["samples_per_prompt"] == 4
     html = (tmp_path / "a" / "report.html").read_text(encoding="utf-8")
-    assert f"in {len(record['rounds'])} rounds (until every MDE ≤ 30 points)" in html
+    assert f"in {len(record['rounds'])} rounds (target met: every MDE ≤ 30 points)" in html
     assert "Precision-targeted sampling (--until-mde 30 --max-samples 40)" in html
     # the rule is part of the run id; rerunning resumes from the store and generates nothing
     again = nlgbias.run("sheng2019", out=tmp_path / "a", **options)

@@ -25,15 +25,17 @@ NEGATIVES = {"woman": 3, "man": 4, "gay person": 5, "straight person": 6, "Black
 POSITIVES = {"woman": 14, "man": 16, "gay person": 15, "straight person": 14, "Black person": 16, "White person": 15}
 
 
-def small_share_tables():
+def small_share_tables(contexts=("occupation", "respect")):
+    """Label shares of six groups in each context (two contexts: two panels of the usual width, as most runs)."""
     rows = []
     for group in NEGATIVES:
         labels = (["negative"] * NEGATIVES[group] + ["positive"] * POSITIVES[group])
         labels += ["neutral"] * (100 - len(labels))
         for i, label in enumerate(labels):
-            rows.append({"model": "m", "context": "occupation", "group": group, "template_id": "t", "sample_idx": i,
-                         "prompt": f"The {group} worked as", "continuation": " a clerk.",
-                         "sentence": f"The {group} worked as a clerk.", "regard_label": label, "is_empty": False})
+            rows += [{"model": "m", "context": context, "group": group, "template_id": "t", "sample_idx": i,
+                      "prompt": f"The {group} worked as", "continuation": " a clerk.",
+                      "sentence": f"The {group} worked as a clerk.", "regard_label": label, "is_empty": False}
+                     for context in contexts]
     samples = pd.DataFrame(rows)
     scored = samples.assign(scorer="regard", label=samples["regard_label"])
     results = compute_metrics(scored, comparisons=[("woman", "man")], n_boot=200)
@@ -68,14 +70,16 @@ def texts(svg: str) -> list[dict]:
 
 
 def whiskers(svg: str) -> list[dict]:
-    """Whisker bars and caps (the dark lines), as boxes."""
+    """Whisker bars and caps (the lines of each ``<g class="whisker">``), as boxes with their group's
+    label and stroke colour."""
     out = []
-    for tag in re.findall(r"<line[^>]*>", svg):
-        a = attrs(tag)
-        if a.get("stroke") != "#111":
-            continue
-        x1, x2, y1, y2 = (float(a[k]) for k in ("x1", "x2", "y1", "y2"))
-        out.append({"x0": min(x1, x2), "x1": max(x1, x2), "y0": min(y1, y2) - 0.7, "y1": max(y1, y2) + 0.7})
+    for group, body in re.findall(r'(<g class="whisker"[^>]*>)(.*?)</g>', svg, flags=re.S):
+        g = attrs(group)
+        for tag in re.findall(r"<line[^>]*>", body):
+            a = attrs(tag)
+            x1, x2, y1, y2 = (float(a[k]) for k in ("x1", "x2", "y1", "y2"))
+            out.append({"x0": min(x1, x2), "x1": max(x1, x2), "y0": min(y1, y2) - 0.7, "y1": max(y1, y2) + 0.7,
+                        "label": g["data-label"], "stroke": g["stroke"]})
     return out
 
 
@@ -91,7 +95,7 @@ def test_every_share_is_printed_and_no_whisker_covers_text():
     crossing = [(t["text"], w) for t in boxes for w in lines if overlap(t, w)]
     assert crossing == []
     printed = " ".join(t["text"] for t in boxes)
-    shares = results.shares.set_index(["group", "label"])["share"]
+    shares = results.shares[results.shares["context"] == "occupation"].set_index(["group", "label"])["share"]
     for group in NEGATIVES:
         negative, positive = shares[(group, "negative")], shares[(group, "positive")]
         assert round(negative * 100) == NEGATIVES[group] and round(positive * 100) == POSITIVES[group]
@@ -112,13 +116,48 @@ def test_whiskers_of_neighbouring_bars_do_not_touch():
         below_upper = [w for w, c in centre if upper + 22 < c < middle]
         above_lower = [w for w, c in centre if middle < c < lower]
         assert len(below_upper) == len(above_lower) == 3
-        assert max(w["y1"] for w in below_upper) < min(w["y0"] for w in above_lower)
+        assert {w["label"] for w in below_upper} == {"positive"} and {w["label"] for w in above_lower} == {"negative"}
+        # clear space between one bar's lower whisker and the next bar's upper one (it was 2 px), and each
+        # whisker much nearer its own bar than the other
+        assert min(w["y0"] for w in above_lower) - max(w["y1"] for w in below_upper) >= 12
+        assert max(w["y1"] for w in below_upper) - (upper + 22) < (lower - max(w["y1"] for w in below_upper)) / 2
+        assert lower - min(w["y0"] for w in above_lower) < (min(w["y0"] for w in above_lower) - upper - 22) / 2
+
+
+def test_whiskers_are_drawn_in_a_dark_shade_of_their_label_colour():
+    from nlgbias.report.charts import COLORS, WHISKER_COLORS
+
+    results, samples, manifest = small_share_tables()
+    lines = whiskers(first_panel(render_report(results, samples, manifest, sections=report_sections())))
+    assert {(w["label"], w["stroke"]) for w in lines} == {("negative", WHISKER_COLORS["negative"]),
+                                                          ("positive", WHISKER_COLORS["positive"])}
+    for label in ("negative", "positive"):  # the same hue as the bar segment, darker
+        bar, whisker = (int(COLORS[label][i:i + 2], 16) for i in (1, 3, 5)), \
+            (int(WHISKER_COLORS[label][i:i + 2], 16) for i in (1, 3, 5))
+        assert sum(whisker) < 0.7 * sum(bar)
+
+
+def test_ten_and_twenty_series_never_share_a_look():
+    from nlgbias.report.svg import histogram, line_chart, scatter
+
+    for n in (10, 20):
+        series = {f"s{i}": [(1, 0.1 * (i + 1)), (10, 0.05)] for i in range(n)}
+        svg = str(line_chart(series, title="t", x_label="x", y_label="y", log_x=True))
+        looks = re.findall(r'<polyline [^>]*stroke="([^"]+)"[^>]*?(?:stroke-dasharray="([^"]+)")?>', svg)
+        assert len(looks) == n and len(set(looks)) == n
+        svg = str(histogram({f"s{i}": [0.1 * (i % 10)] for i in range(n)}, title="t", x_label="x"))
+        looks = re.findall(r'<path [^>]*stroke="([^"]+)"[^>]*?(?:stroke-dasharray="([^"]+)")?>', svg)
+        assert len(set(looks)) == n
+        svg = str(scatter([{"x": 0.1, "y": 0.2, "series": f"s{i}"} for i in range(n)], title="t", x_label="x",
+                          y_label="y"))
+        looks = re.findall(r'<circle [^>]*?(fill|stroke)="(#[0-9a-f]{6})"', svg)
+        assert len(set(looks)) == n
 
 
 MEASURE = """<script>
 const svg = document.querySelector('.panel svg');
 const box = e => { const b = e.getBBox(); return {x0: b.x, x1: b.x + b.width, y0: b.y, y1: b.y + b.height}; };
-const lines = [...svg.querySelectorAll('line')].filter(l => l.getAttribute('stroke') === '#111')
+const lines = [...svg.querySelectorAll('g.whisker line')]
   .map(l => { const b = box(l); return {x0: b.x0, x1: b.x1, y0: b.y0 - 0.65, y1: b.y1 + 0.65}; });
 const texts = [...svg.querySelectorAll('text')].map(t => ({text: t.textContent, ...box(t)}));
 const hits = [];
@@ -148,3 +187,48 @@ def test_chromium_measures_no_whisker_over_text(tmp_path):
     measured = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert measured["n_lines"] == 36 and measured["n_text"] > 20
     assert measured["hits"] == [] and measured["wide"] == []
+
+
+PAGE = """<script>
+const content = document.querySelector('h1').parentElement.clientWidth;
+const style = getComputedStyle(document.body);
+const inner = content - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+const panels = [...document.querySelectorAll('.panel')].map(p => p.getBoundingClientRect());
+const row = panels.filter(p => Math.abs(p.top - panels[0].top) < 1);
+const used = Math.max(...row.map(p => p.right)) - Math.min(...row.map(p => p.left));
+const pre = document.querySelector('pre');
+document.body.innerHTML = '<pre id="out">' + JSON.stringify({inner: inner, used: used, per_row: row.length,
+  page: document.documentElement.scrollWidth, window: window.innerWidth,
+  pre_scroll: pre.scrollWidth, pre_client: pre.clientWidth}) + '</pre>';
+</script>"""
+
+
+def measure_page(page: str, folder) -> dict:
+    """Lay ``page`` out in headless Chromium at 1400 x 2000 px; return what :data:`PAGE` measures."""
+    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)  # let the probe script run
+    target = folder / "report.html"
+    target.write_text(page.replace("</body>", PAGE + "</body>"), encoding="utf-8")
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           "--window-size=1400,2000", f"--user-data-dir={folder / 'profile'}", "--dump-dom",
+                           target.as_uri()], capture_output=True, text=True, timeout=120)
+    found = re.search(r'<pre id="out">(.*?)</pre>', done.stdout)
+    assert found, done.stderr[-500:]
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None and shutil.which("chromium-browser") is None,
+                    reason="headless Chromium not installed (the SVG geometry tests above still run)")
+def test_chromium_charts_fill_the_page_and_the_manifest_wraps(tmp_path):
+    results, samples, manifest = small_share_tables(contexts=("occupation",))
+    manifest = {**manifest, "command": ["nlgbias", "run", "/a/very/long/path/" + "segment-" * 60 + "suite.yaml"]}
+    alone = measure_page(render_report(results, samples, manifest, sections=report_sections()), tmp_path)
+    assert alone["per_row"] == 1 and alone["used"] >= 0.97 * alone["inner"]  # one panel: the whole text width
+    results, samples, _ = small_share_tables()
+    measured = measure_page(render_report(results, samples, manifest, sections=report_sections()), tmp_path)
+    assert measured["per_row"] == 2  # two panels (two contexts) side by side ...
+    assert measured["used"] >= 0.97 * measured["inner"]  # ... across the whole text width (was 40% of the page)
+    for m in (alone, measured):
+        assert m["pre_scroll"] <= m["pre_client"]  # the manifest's long lines wrap
+        assert m["page"] <= m["window"]  # nothing makes the page scroll sideways

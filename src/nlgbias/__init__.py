@@ -18,6 +18,7 @@ from nlgbias.pipeline.planning import plan
 from nlgbias.resources import package_version
 from nlgbias.scorers import get_scorer, score
 from nlgbias.suites import expand_suite, list_suites, load_suite
+from nlgbias.submodules import lazy_submodules
 
 __version__ = package_version()
 
@@ -39,3 +40,5 @@ def compare_regard(texts_a, texts_b, *, n_boot: int = 2000, seed: int = 0):
 
 __all__ = ["__version__", "NlgbiasError", "load_suite", "expand_suite", "list_suites", "score", "run", "plan",
            "compare_regard", "report_runs", "RayOptions"]
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias

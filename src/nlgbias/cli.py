@@ -28,7 +28,8 @@ from nlgbias.pipeline.planning import MIN_MDE, MIN_POWER
 from nlgbias.pipeline.planning import plan as make_plan
 from nlgbias.progress import Stopwatch
 from nlgbias.registry import load_plugin
-from nlgbias.report.export import export_formats, export_run
+from nlgbias.report.export import EXPORT_FOLDER, export_combined, export_formats, export_run
+from nlgbias.report.paper_tables import ALL_ROWS, RowFilter
 from nlgbias.report.folder import rerender_report
 from nlgbias.sampling import MAX_TOP_K
 from nlgbias.scorers import describe_scorers, score_file
@@ -218,12 +219,12 @@ plugin_option = click.option(
 
 export_option = click.option(
     "--export", "exports", multiple=True, metavar="FORMAT",
-    help="Also write paper-ready files to OUT/export/: latex, markdown (tables of shares and gaps), svg, png "
-         "(each chart). Repeat or comma-separate.")
+    help="Also write paper-ready files to OUT/export/: latex, markdown (tables of shares, gaps, model gaps and gap "
+         "differences), svg, png (each chart). Repeat or comma-separate.")
 
 
-def _echo_exports(folder: Path, formats: tuple[str, ...]) -> None:
-    written = export_run(folder, formats, sections=report_sections(performed_analyses(folder)))
+def _echo_exports(folder: Path, formats: tuple[str, ...], rows_of: RowFilter = ALL_ROWS) -> None:
+    written = export_run(folder, formats, sections=report_sections(performed_analyses(folder)), rows_of=rows_of)
     click.echo(f"export: {len(written)} files in {folder / 'export'}")
 
 
@@ -330,7 +331,7 @@ def ray_options(use_ray: bool, address: str | None, **pool):
               help="With --scorer regard: your own classifier (the --out folder of `nlgbias train-regard`).")
 @plugin_option
 def score(scorer_name, input_path, output_path, masks, classifier) -> None:
-    """Score one text per line of --input; write {"text", "label", "scores"} per line.
+    """Score one text per line of --input; write {"text", "label", "score", "scores"} per line.
 
     The regard classifier expects the person a sentence is about written as XYZ, as in its
     training data; --mask does that for raw text.  Empty lines get label null.
@@ -464,16 +465,23 @@ def scorers() -> None:
 @click.option("--confidence", type=float, default=None, help="Level of every CI, e.g. 0.99 [default: each run's].")
 @click.option("--title", default=None, help="The report's heading.")
 @export_option
+@click.option("--export-scorer", "export_scorers", multiple=True, metavar="NAME",
+              help="Exported tables keep this scorer's rows only (repeatable).")
+@click.option("--export-context", "export_contexts", multiple=True, metavar="NAME",
+              help="Exported tables keep this context's rows only (repeatable).")
+@click.option("--export-significant", is_flag=True,
+              help="Exported comparison tables keep the rows with adjusted p < 0.05 only (adjusted over all).")
 @plugin_option
-def report(runs, out, min_n, confidence, title, exports) -> None:
+def report(runs, out, min_n, confidence, title, exports, export_scorers, export_contexts, export_significant) -> None:
     """Re-render RUN/report.html, or write one report over several RUNs to --out.
 
     With one RUN and no options, the run's report is rendered again from its metrics.json,
     samples and manifest.  With --out, the RUNs' analyses are computed again from their
     samples (nothing is generated or scored again), with --min-n and --confidence if given.
-    Runs with the same suite, decoding, samples per prompt, seed and scorer versions are
-    analysed as one run with all their models (model gaps and gap differences across runs);
-    runs whose settings differ become separate parts, shown side by side with their settings.
+    Runs with the same suite, decoding, seed and scorer versions are analysed as one run with
+    all their models (model gaps and gap differences across runs), also when their samples per
+    prompt differ (each comparison uses its own cells' n); runs whose other settings differ
+    become separate parts, shown side by side with their settings.
 
     Example:
 
@@ -481,13 +489,19 @@ def report(runs, out, min_n, confidence, title, exports) -> None:
         nlgbias report runs/demo
         nlgbias report runs/demo --export latex,markdown --export svg
 
-    Two runs in one report, cells under 50 samples flagged:
+    Two runs in one report, cells under 50 samples flagged, with LaTeX tables of the significant
+    regard comparisons:
 
         \b
         nlgbias report runs/demo runs/other --out runs/both --min-n 50 --title "Two runs"
+        nlgbias report runs/demo runs/other --out runs/both --export latex --export-scorer regard --export-significant
     """
 
     formats = export_formats(exports)
+    rows_of = RowFilter(tuple(export_scorers), tuple(export_contexts), export_significant)
+    if rows_of and not formats:
+        flag = "--export-scorer" if export_scorers else "--export-context" if export_contexts else "--export-significant"
+        raise InputError(f"{flag}: filters the rows of exported tables; give it with --export latex or markdown")
     if out is None:
         given = [name for name, value in (("--min-n", min_n), ("--confidence", confidence), ("--title", title))
                  if value is not None]
@@ -497,15 +511,17 @@ def report(runs, out, min_n, confidence, title, exports) -> None:
         rerender_report(runs[0], sections=report_sections(performed_analyses(runs[0])))
         click.echo(f"report: {runs[0] / 'report.html'}")
         if formats:
-            _echo_exports(runs[0], formats)
+            _echo_exports(runs[0], formats, rows_of=rows_of)
         return
-    if formats:
-        raise InputError(f"--export {','.join(formats)}: exports one run folder at a time; run "
-                         f"`nlgbias report RUN --export {','.join(formats)}` for each run")
 
-    combined = report_runs(runs, out=out, min_n=min_n, confidence=confidence, title=title)
+    combined = report_runs(runs, out=out, min_n=min_n, confidence=confidence, title=title,
+                           check=lambda c: rows_of.check(*(part.results for part in c.parts)))
     click.echo(f"{len(runs)} runs in {len(combined.parts)} part{'s' if len(combined.parts) > 1 else ''} "
                f"(settings side by side in {out / 'runs.csv'}); report: {out / 'report.html'}")
+    if formats:
+        written = export_combined(combined, out, formats, sections=report_sections(), rows_of=rows_of)
+        where = out / EXPORT_FOLDER if len(combined.parts) == 1 else out / "part-N" / EXPORT_FOLDER
+        click.echo(f"export: {len(written)} files in {where}")
 
 
 @cli.group()
@@ -687,10 +703,13 @@ def names_suite(names_file, out, suite_name, template) -> None:
 @click.option("--epochs", type=int, default=None,
               help=f"Training epochs, at most {LIMITS['epochs']:,} [default: the shipped recipe's 4]; fewer for a "
                    f"quick check.")
+@click.option("--holdout", type=float, default=0.2, show_default=True,
+              help="Share of the --extra-data items held out (never trained on) to measure the classifier on "
+                   "your own text; 0: train on all of them.")
 @click.option("--compare", is_flag=True, help="Also compare with the baselines over --seeds seeds (slow).")
 @click.option("--seeds", type=int, default=5, show_default=True,
               help=f"Seeds for --compare (at most {LIMITS['seeds']}).")
-def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, seeds) -> None:
+def train_regard(data_path, extra_paths, out, seed, classes, epochs, holdout, compare, seeds) -> None:
     """Rebuild the regard classifier from the annotated data, deterministically.
 
     With the shipped data and defaults, the adapter written to --out is byte-identical to the
@@ -719,11 +738,13 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, compare, se
         if path is not None and not path.is_file():
             raise InputError(f"{flag} {path}: file not found")
     check_out_folder(out)  # before training (minutes), not after
-    data = training_data(data_path, extra=extra_paths)
-    result = build_classifier(data, out, classes=int(classes), seed=seed, epochs=epochs)
-    tested = (f"test accuracy {result['test_accuracy']:.3f}, macro-F1 {result['test_macro_f1']:.3f}" if result["n_test"]
-              else "no test split, so no test figures")
-    click.echo(f"trained on {result['n_train']} sentences (train + dev); {tested}; wrote {out}")
+    from nlgbias.progress import Progress
+    from nlgbias.training.report import training_lines
+
+    data = training_data(data_path, extra=extra_paths, holdout=holdout, seed=seed)
+    result = build_classifier(data, out, classes=int(classes), seed=seed, epochs=epochs, progress=Progress().bar)
+    for line in training_lines(result, data, classes=int(classes), extra_paths=extra_paths, out=out):
+        click.echo(line)
     same = result["identical_to_shipped"]
     click.echo(f"adapter sha256 {result['adapter_sha256'][:16]}: "
                + (f"identical to the shipped classifier ({same})" if same else "differs from the shipped classifiers"))

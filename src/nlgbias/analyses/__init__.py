@@ -19,6 +19,9 @@ from nlgbias.analyses.base import (
                                    report_sections,
                                    run_analyses,
 )
+from nlgbias.submodules import lazy_submodules
 
 __all__ = ["Analysis", "AnalysisOptions", "REGISTRY", "RunTables", "analyses_for", "analysis_names",
            "check_analyses", "register", "report_sections", "run_analyses"]
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias

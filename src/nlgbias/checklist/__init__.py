@@ -22,7 +22,10 @@ from nlgbias.checklist.cases import build_cases, case_types, count_cases, templa
 from nlgbias.checklist.check import CheckResult, check_scorer, resolve_scorer
 from nlgbias.checklist.lexicons import MINIMUM_SIZES, lexicon_halves, lexicon_sizes, load_lexicons
 from nlgbias.checklist.results import comparison_markdown, judge, pass_rates, passes, summary_markdown
+from nlgbias.submodules import lazy_submodules
 
 __all__ = ["CheckResult", "MINIMUM_SIZES", "build_cases", "case_types", "check_scorer", "comparison_markdown",
            "count_cases", "judge", "lexicon_halves", "lexicon_sizes", "load_lexicons", "pass_rates", "passes",
            "resolve_scorer", "summary_markdown", "templates"]
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias

@@ -15,6 +15,9 @@ from nlgbias.models.registry import (
                                      register_backend,
                                      resolve_model,
 )
+from nlgbias.submodules import lazy_submodules
 
 __all__ = ["BACKENDS", "Backend", "BackendOptions", "DEFAULT_MODEL", "EMBEDDED", "GenerationRequest", "ModelRef",
            "TokenBackend", "list_models", "load_backend", "register_backend", "resolve_model"]
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias

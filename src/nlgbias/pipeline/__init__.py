@@ -28,7 +28,11 @@ table and know nothing of one another's order; this package is where they are pu
 The layers, from the bottom up (``tests/test_layers.py`` checks that imports only point down and
 never form a cycle): the small utilities every layer uses, which stay at the package root
 (``errors``, ``keys``, ``words``, ``text``, ``sampling``, ``progress``, ``inputs``, ``resources``,
-``validate``, ``registry``); ``store``; ``suites``; ``models``; ``scorers`` and ``embeddings``;
+``validate``, ``registry``, ``submodules``); ``store``; ``suites``; ``models``; ``scorers`` and ``embeddings``;
 ``metrics``; ``training``; ``annotation``; ``report``; ``analyses``; ``probes``; this package; the
 command line and the package's public names (``nlgbias.run`` and the rest).
 """
+
+from nlgbias.submodules import lazy_submodules
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias

@@ -45,6 +45,7 @@ from nlgbias.pipeline.measurements import Measurement, batch_size_of, measuremen
 from nlgbias.pipeline.precision import PrecisionTarget
 from nlgbias.progress import Progress, Stopwatch
 from nlgbias.report import Section, write_report
+from nlgbias.report.findings import precision_line
 from nlgbias.resources import package_version
 from nlgbias.sampling import SamplingParams
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
@@ -193,7 +194,8 @@ class RunConfig:
             "sampling": self.measurement.manifest(self)
                         | ({"batch_size_auto": self.batch_auto} if self.batch_auto else {}),
             "scorers": [{"name": s.name, "version": s.version, "citation": s.citation,
-                         "threshold": getattr(s, "threshold", None)} for s in self.scorers],
+                         "threshold": getattr(s, "threshold", None), **getattr(s, "provenance", {})}
+                        for s in self.scorers],
             "scorers_unavailable": list(self.unavailable),
             "statistics": {"analyses": list(self.analyses), "n_boot": self.n_boot, "confidence": self.confidence,
                            "min_n": self.min_n, "seed": self.seed,
@@ -333,6 +335,8 @@ def _run_config(config: RunConfig, *, out: str | Path, quiet: bool, command: Seq
     manifest["peak_memory_gb"] = round(peak_memory_gb(), 3)
     rebuilt = write_outputs(out, run_id, table, results, manifest, sections=report_sections())
     clock.lap("outputs")
+    if precision is not None:  # --until-mde: whether the target was met
+        progress.note(precision_line(manifest) or "")
     progress.note(measurement.summary(config, table, generated=generated, out=out, laps=clock.laps,
                                       peak_gb=peak_memory_gb()))
     return RunResult(out, run_id, table, results, manifest, generated, rebuilt, clock.laps)

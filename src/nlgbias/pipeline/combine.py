@@ -4,13 +4,16 @@ Runs are read back from their folders (samples, manifest; nothing is generated o
 again) and their analyses are computed again, so ``min_n`` and ``confidence`` can change.
 The rule for putting runs together:
 
-- Runs whose *settings* agree (suite name, version and content; decoding, samples per prompt,
-  seed, dtype and the cut of each continuation; scorer names and versions; bootstrap
-  replicates; and ``confidence``/``min_n`` unless given here) form one *part*.  A part is
-  analysed as one run with all its models: its tables are those a single run with the same
-  models and settings writes, row for row (shares and gaps are seeded per cell, so a cell's
-  numbers do not depend on which run it came from), and model gaps and gap differences
-  compare models across the runs.
+- Runs whose *settings* agree (suite name, version and content; decoding, seed, dtype and the
+  cut of each continuation; scorer names and versions; bootstrap replicates; and
+  ``confidence``/``min_n`` unless given here) form one *part*.  A part is analysed as one run
+  with all its models: its tables are those a single run with the same models and settings
+  writes, row for row (shares and gaps are seeded per cell, so a cell's numbers do not depend on
+  which run it came from), and model gaps and gap differences compare models across the runs.
+- Samples per prompt may differ within a part (a server model at 10 beside a local one at 100):
+  every share, CI, test and MDE uses its own cells' n, which the exact tests and the bootstrap
+  allow.  The part's manifest lists each model's samples per prompt under ``unequal_samples``
+  and the report says so.
 - Runs whose settings differ are never pooled: each part gets its own tables and report
   section, and a settings table shows every run side by side, with the settings that differ
   between runs marked.
@@ -41,6 +44,8 @@ from nlgbias.store import write_csv, write_json
 from nlgbias.store.manifest import DECODING, SETTINGS
 from nlgbias.suites import Suite
 from nlgbias.validate import at_least, check_out_folder, within
+
+UNPOOLED = tuple(name for name in SETTINGS if name != "samples_per_prompt")  # settings that must agree to pool
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ def combine_runs(runs: Sequence[str | Path], *, min_n: int | None = None, confid
     rows = [_settings(folder, manifest, min_n=min_n, confidence=confidence) for folder, _, _, manifest in loaded]
     keys: list[str] = []
     for row in rows:
-        key = json.dumps({name: row[name] for name in SETTINGS}, sort_keys=True, default=str)
+        key = json.dumps({name: row[name] for name in UNPOOLED}, sort_keys=True, default=str)
         if key not in keys:
             keys.append(key)
         row["part"] = keys.index(key) + 1
@@ -209,14 +214,22 @@ def _analyse(members) -> Part:
                    "prompts": int(samples["prompt_id"].nunique()), "models": len(models)},
         "runs": [{"folder": str(entry[0]), "run_id": entry[3]["run_id"]} for entry, _ in members],
     }
-    for key in ("command", "timings_s", "peak_memory_gb", "outputs", "output_sha256"):
+    for key in ("command", "timings_s", "peak_memory_gb", "outputs", "output_sha256", "unequal_samples"):
         part_manifest.pop(key, None)
+    per_model = [{"model": names[m["model"]], "run_id": entry[3]["run_id"],
+                  "samples_per_prompt": entry[3]["sampling"].get("samples_per_prompt")}
+                 for entry, _ in members for m in entry[3]["models"]]
+    if len({row["samples_per_prompt"] for row in per_model}) > 1:
+        part_manifest["unequal_samples"] = per_model
     return Part(tuple(folders), results, samples, part_manifest)
 
 
 def report_runs(runs: Sequence[str | Path], *, out: str | Path, min_n: int | None = None,
-                confidence: float | None = None, title: str | None = None) -> Combined:
+                confidence: float | None = None, title: str | None = None, check=None) -> Combined:
     """Write one report over several runs to ``out`` (see the module docstring); return what it shows.
+
+    ``check(combined)``, if given, runs before anything is written (e.g. an export's row filter,
+    :meth:`nlgbias.report.paper_tables.RowFilter.check` on each part), so a bad option writes nothing.
 
     ``out`` may not be, or lie inside, one of the run folders: a run's files are its own.
     """
@@ -228,6 +241,8 @@ def report_runs(runs: Sequence[str | Path], *, out: str | Path, min_n: int | Non
             raise InputError(f"{option('--out', str(out))}: inside the run folder {folder}; a run's files are its "
                              f"own: give a folder outside it")
     combined = combine_runs(runs, min_n=min_n, confidence=confidence, title=title)
+    if check is not None:
+        check(combined)
     out.mkdir(parents=True, exist_ok=True)
     for number, part in enumerate(combined.parts, start=1):
         folder = out if len(combined.parts) == 1 else out / f"part-{number}"

@@ -190,11 +190,12 @@ class RayPool:
         yield from self._map(start, batches, "generate", first=loaded, what=f"model {ref.model_id}")
 
     def score(self, scorer, chunks: Sequence[list[str]]) -> Iterator[tuple[int, Any]]:
-        """Score ``chunks`` of texts with the scorer named ``scorer.name`` (same version) on the pool.
+        """Score ``chunks`` of texts with the scorer ``scorer.spec`` (its name, or ``regard:DIR`` for a
+        classifier of your own: workers load the same folder; same version) on the pool.
 
         Yields ``(chunk index, scored table)`` in completion order.
         """
-        start = self._actors(ScoringWorker, (scorer.name, scorer.version), "score")
+        start = self._actors(ScoringWorker, (getattr(scorer, "spec", scorer.name), scorer.version), "score")
         yield from self._map(start, chunks, "score", what=f"scorer {scorer.name}")
 
     def _map(self, start: Callable, items: Sequence, method: str, *, first: Callable[[dict], None] | None = None,

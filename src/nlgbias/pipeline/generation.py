@@ -28,7 +28,7 @@ from nlgbias.pipeline.generate import fill_generations
 from nlgbias.pipeline.precision import sample_until, summary
 from nlgbias.progress import Progress, Stopwatch
 from nlgbias.sampling import SamplingParams
-from nlgbias.scorers import get_scorer
+from nlgbias.scorers import Scorer, get_scorer, scorer_base
 from nlgbias.store import RunStore
 from nlgbias.store.cache import fill_scores
 from nlgbias.suites import Suite, attribute_names, expand_suite
@@ -56,7 +56,7 @@ class GenerateAndScore:
             check_bls_mapping(bls_mapping)
         for analysis in suite.analyses:
             for needed in REGISTRY[analysis].requires:
-                if needed not in scorer_names:
+                if needed not in {scorer_base(name) for name in scorer_names}:
                     raise InputError(f"{option('--scorer', keyword='scorers')}: the {analysis} analysis of suite "
                                      f"{suite.name} needs the {needed} scorer; add "
                                      f"{option('--scorer', needed, keyword='scorers', many=True)}")
@@ -276,13 +276,24 @@ def _params(suite: Suite, **overrides) -> SamplingParams:
         raise InputError(f"{option('--' + flag)}: {exc}") from None
 
 
-def _load_scorers(names: Sequence[str]):
-    active, unavailable = [], []
+def _load_scorers(names: Sequence[str]) -> tuple[list[Scorer], list[dict]]:
+    """The scorers of ``names`` (``regard:DIR`` too), loaded, and the unavailable ones with why; two
+    that would write the same columns (``regard`` and ``regard:DIR``) are an error."""
+    active: list[Scorer] = []
+    given: list[str] = []
+    unavailable: list[dict] = []
     for name in dict.fromkeys(names):
         try:
-            active.append(get_scorer(name))
+            scorer = get_scorer(name)
         except ScorerUnavailable as exc:
             unavailable.append({"scorer": name, "reason": str(exc)})
+            continue
+        twin = next((g for g, s in zip(given, active) if s.name == scorer.name), None)
+        if twin is not None:
+            raise InputError(f"{option('--scorer', name, keyword='scorers', many=True)}: scores as {scorer.name}, "
+                             f"like {option('--scorer', twin, keyword='scorers', many=True)}; give one of the two")
+        active.append(scorer)
+        given.append(name)
     return active, unavailable
 
 

@@ -48,6 +48,7 @@ from nlgbias.models.batching import CPU_BATCH
 from nlgbias.validate import AUTO
 from nlgbias.registry import Registry, did_you_mean
 from nlgbias.suites import Suite
+from nlgbias.suites.expand import loaded_suite
 
 
 @runtime_checkable
@@ -108,8 +109,10 @@ def batch_size_of(measurement: Measurement, suite: Suite, requested: int | str, 
     return (CPU_BATCH if requested == AUTO else int(requested)), None
 
 
-def suite_prompts(suite: Suite) -> pd.DataFrame:
-    """Every prompt a run of ``suite`` sends, whatever its kind (``prompt_id, prompt``, ...)."""
+def suite_prompts(suite: Suite | str | Path) -> pd.DataFrame:
+    """Every prompt a run of ``suite`` (a suite, a built-in suite name or a YAML file) sends, whatever
+    its kind (``prompt_id, prompt``, ...)."""
+    suite = loaded_suite(suite)
     return measurement_for(suite).prompts(suite)
 
 

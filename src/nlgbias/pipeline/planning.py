@@ -21,7 +21,7 @@ import pandas as pd
 from nlgbias.errors import InputError
 from nlgbias.metrics.power import FDR, POWER, family_alpha, samples_for_gap
 from nlgbias.report.folder import read_run_folder
-from nlgbias.scorers import list_scorers
+from nlgbias.scorers import list_scorers, scorer_base
 from nlgbias.suites import Suite, load_suite
 from nlgbias.validate import at_least, within
 
@@ -128,7 +128,7 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
         said = f"--mde {mde:g} from --base-rate {base_rate:g}" if flags else f"mde={mde:g} from base_rate={base_rate:g}"
         raise InputError(f"{said}: the other share would be {target:g}, outside 0 to 1")
     if scorers is not None:
-        unknown = [name for name in scorers if name not in list_scorers()]
+        unknown = [name for name in scorers if scorer_base(name) not in list_scorers()]  # regard:DIR: yours
         if not scorers or unknown:
             said = f"--scorer {unknown[0]}" if flags and unknown else "--scorer" if flags else f"scorers={list(scorers)!r}"
             raise InputError(f"{said}: {'unknown scorer' if unknown else 'give at least one scorer'}; "

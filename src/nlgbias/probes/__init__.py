@@ -16,6 +16,9 @@ from nlgbias.probes.pronouns.probabilities import (
                                                    start_token_probabilities,
 )
 from nlgbias.words import FAMILIES
+from nlgbias.submodules import lazy_submodules
 
 __all__ = ["FAMILIES", "PERTURBATIONS", "PRONOUNS", "continuation_probabilities", "expand_templates", "perturb",
            "perturbations", "saliency", "start_token_id", "start_token_probabilities"]
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias

@@ -1,16 +1,21 @@
-"""Paper-ready exports of a finished run: tables as LaTeX or Markdown, charts as SVG or PNG files.
+"""Paper-ready exports: tables as LaTeX or Markdown, charts as SVG or PNG files.
 
-In: a run folder (``metrics.json``, ``samples.parquet``, ``manifest.json``) and the formats.
-Out: files under ``<folder>/export/``:
+In: a finished run's folder (``metrics.json``, ``samples.parquet``, ``manifest.json``), or a
+report over several runs (:class:`nlgbias.pipeline.combine.Combined`), the formats and a
+:class:`~nlgbias.report.paper_tables.RowFilter`.  Out: files under ``export/`` (a combined
+report: ``DIR/export/`` for one part, ``DIR/part-N/export/`` for several):
 
 ``latex``, ``markdown``
     ``shares.tex|md`` (one row per model, context, scorer and group: n and each label's share
-    with its CI), ``gaps.tex|md`` (one row per row of ``gaps.csv``), ``model_gaps.tex|md`` (runs
-    with several models), ``models.tex|md`` (display name -> full ``--model`` value).  Shares in
-    percent, gaps in percentage points, CIs as ``[low, high]``, a significance mark after each gap
-    from its Benjamini-Hochberg adjusted p (:data:`MARKS`), the legend under the table.  LaTeX
-    tables use booktabs (``\\toprule``, ``\\midrule``, ``\\bottomrule``); every piece of text is
-    escaped for its format (group names come from user YAML, model names from the command line).
+    with its CI), ``gaps.tex|md`` (one row per row of ``gaps.csv``), ``model_gaps.tex|md`` and
+    ``gap_differences.tex|md`` (several models), ``models.tex|md`` (display name -> full
+    ``--model`` value); built by :mod:`nlgbias.report.paper_tables`: shares in percent, gaps in
+    percentage points, CIs as ``[low, high]``, a significance mark after each difference from
+    its Benjamini-Hochberg adjusted p (:data:`MARKS`), a small-n mark, the MDE, the legend under
+    the table.  LaTeX (:mod:`nlgbias.report.latex`): booktabs, a ``tabularx`` float or a
+    ``longtable`` sized to the text width, plus ``tables.tex``, an article that inputs them all.
+    Every piece of text is escaped for its format (group names come from user YAML, model names
+    from the command line).
 ``svg``, ``png``
     ``charts/<name>.svg|png``: each chart of the report as a standalone file with the report's
     look (the same SVG, plus its namespace, the report's text styles and a white background).
@@ -19,9 +24,7 @@ Out: files under ``<folder>/export/``:
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -32,12 +35,14 @@ from nlgbias.errors import InputError, option
 from nlgbias.metrics.results import Results
 from nlgbias.report.folder import read_run_folder
 from nlgbias.report.html import Section, _environment
-from nlgbias.report.sections import ci_label, format_p
+from nlgbias.report.latex import document, latex, latex_escape
+from nlgbias.report.latex import legend as latex_legend
+from nlgbias.report.paper_tables import (ALL_ROWS, MARKS, RowFilter, Table, gap_difference_table, gap_table, models_table,
+                                         share_table, significance_mark, tables)
 from nlgbias.report.svg import chart_css
 from nlgbias.store.export import write_bytes, write_text
 
 FORMATS = ("latex", "markdown", "svg", "png")
-MARKS = ((0.001, "***"), (0.01, "**"), (0.05, "*"))  # adjusted p under the level -> the mark
 PNG_ZOOM = 2  # PNG pixels per SVG pixel (a 520 px wide chart becomes 1040 px: sharp in print)
 PNG_INSTALL = "pip install 'nlgbias[export]'"
 EXPORT_FOLDER = "export"
@@ -77,141 +82,13 @@ def export_formats(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(formats)
 
 
-# -- tables -------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Table:
-    """A format-free table: header, rows of cell text, alignment (``l``/``r`` per column)."""
-
-    name: str
-    caption: str
-    header: Sequence[str]
-    align: str
-    rows: Sequence[Sequence[str]]
-    notes: str  # a sentence under the table (what the numbers are)
-    marks: bool = False  # the legend of the significance marks goes under the table
-
-
-def significance_mark(p_adj: float) -> str:
-    """``***``, ``**``, ``*`` or ``""`` for an adjusted p-value (:data:`MARKS`).
-
-    >>> [significance_mark(p) for p in (0.0005, 0.005, 0.03, 0.05, float("nan"))]
-    ['***', '**', '*', '', '']
-    """
-    if p_adj is None or not math.isfinite(p_adj):
-        return ""
-    return next((mark for level, mark in MARKS if p_adj < level), "")
-
-
-def _number(value: float, digits: int = 1, *, sign: bool = False) -> str:
-    if value is None or not math.isfinite(value):
-        return "–"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-
-
-def _interval(low: float, high: float, *, scale: float = 100, sign: bool = False) -> str:
-    return f"[{_number(scale * low, sign=sign)}, {_number(scale * high, sign=sign)}]"
-
-
-def share_table(results: Results, manifest: dict) -> Table:
-    """One row per (model, context, scorer, group): n, then each label's share (%) with its CI."""
-    shares = results.shares
-    labels = list(results.meta.get("labels", dict.fromkeys(shares["label"])))
-    rows = []
-    for (model, context, scorer, group), cell in shares.groupby(["model", "context", "scorer", "group"], sort=False):
-        by_label = cell.set_index("label")
-        row = [model, context, scorer, group, str(int(cell["n"].iloc[0]))]
-        for label in labels:
-            if label in by_label.index:
-                r = by_label.loc[label]
-                row.append(f"{_number(100 * r['share'])} {_interval(r['ci_low'], r['ci_high'])}")
-            else:
-                row.append("–")
-        rows.append(row)
-    return Table("shares", f"Label shares per group (%, {ci_label(results)}), run {manifest.get('run_id')}",
-                 ["Model", "Context", "Scorer", "Group", "n", *[f"{label} % [CI]" for label in labels]],
-                 "llll" + "r" * (1 + len(labels)), rows, f"CI: {results.meta.get('ci', 'bootstrap')}.")
-
-
-def gap_table(results: Results, manifest: dict, *, between: str = "group") -> Table:
-    """One row per gap (``between="group"``: ``gaps``; ``"model"``: ``model_gaps``), in points."""
-    gaps = results.gaps if between == "group" else results.model_gaps
-    fixed = ["model", "context", "scorer", "label"] if between == "group" else ["context", "scorer", "group", "label"]
-    a, b = f"{between}_a", f"{between}_b"
-    rows = []
-    for r in gaps.to_dict(orient="records"):
-        rows.append([*(str(r[c]) for c in fixed), f"{r[a]} – {r[b]}", f"{int(r['n_a'])} / {int(r['n_b'])}",
-                     _number(100 * r["diff"], sign=True) + significance_mark(r["p_adj"]),
-                     _interval(r["ci_low"], r["ci_high"], sign=True), format_p(r["p"]), format_p(r["p_adj"])])
-    what = "Group gaps (first group minus second)" if between == "group" else "Model gaps (first model minus second)"
-    return Table("gaps" if between == "group" else "model_gaps",
-                 f"{what} in percentage points with {ci_label(results)}, run {manifest.get('run_id')}",
-                 [*(c.capitalize() for c in fixed), f"{between.capitalize()}s", "n", "Gap (pts)", "CI", "p",
-                  "adj. p"], "lllll" + "rrrrr", rows,
-                 f"CI: {results.meta.get('ci', 'bootstrap')}. p: {results.meta.get('test', 'permutation test')}. "
-                 f"adj. p: {results.meta.get('correction', 'Benjamini-Hochberg')}.", marks=True)
-
-
-def models_table(manifest: dict) -> Table:
-    """Display name -> full ``--model`` value, backend and fingerprint."""
-    rows = [[m.get("name", m["model"]), m["model"], str(m.get("backend", "")), str(m.get("fingerprint", ""))[:16]]
-            for m in manifest.get("models", [])]
-    return Table("models", f"Models of run {manifest.get('run_id')}", ["Name", "Model", "Backend", "Fingerprint"],
-                 "llll", rows, "Name: as in every table and chart; Model: the value given to --model.")
-
-
-def tables(results: Results, manifest: dict) -> list[Table]:
-    """The tables to export: shares, gaps, model gaps (several models) and models, where the run has them."""
-    out = []
-    if not results.shares.empty:
-        out.append(share_table(results, manifest))
-        out.append(gap_table(results, manifest, between="group"))
-        if not results.model_gaps.empty:
-            out.append(gap_table(results, manifest, between="model"))
-    out.append(models_table(manifest))
-    return out
-
-
-LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                  "<": r"\textless{}", ">": r"\textgreater{}", "–": "--", "·": r"\textperiodcentered{}",
-                  "…": r"\ldots{}"}
-_LATEX_PATTERN = re.compile("|".join(re.escape(c) for c in LATEX_SPECIALS))
-
-
-def latex_escape(text: str) -> str:
-    r"""Text safe in a LaTeX document: ``& % $ # _ { } ~ ^ \`` and ``< >`` as their text commands.
-
-    >>> print(latex_escape("50% of A&B_{x} ~ $5 #1 ^ \\"))
-    50\% of A\&B\_\{x\} \textasciitilde{} \$5 \#1 \textasciicircum{} \textbackslash{}
-    """
-    return _LATEX_PATTERN.sub(lambda m: LATEX_SPECIALS[m.group(0)], str(text))
-
-
-def _latex_cell(text: str) -> str:
-    cell = latex_escape(text)
-    cell = re.sub(r"(?<![\w.])-(?=\d)", "$-$", cell)  # a minus sign, not a hyphen
-    return re.sub(r"(\*{1,3})$", lambda m: f"$^{{{m.group(1)}}}$", cell)  # the significance mark
-
+# -- tables (built in nlgbias.report.paper_tables, LaTeX in nlgbias.report.latex) ---------------
 
 def _legend(fmt: str) -> str:
     """What the significance marks mean, in ``latex`` or plain text."""
     if fmt == "latex":
-        return ", ".join(f"$^{{{mark}}}$ adjusted $p<{level:g}$" for level, mark in reversed(MARKS))
+        return latex_legend()
     return ", ".join(f"{mark} adjusted p < {level:g}" for level, mark in reversed(MARKS))
-
-
-def latex(table: Table) -> str:
-    """A ``table`` environment with a booktabs ``tabular``, caption, label and notes under it."""
-    lines = [f"% nlgbias export: {table.name} (needs \\usepackage{{booktabs}})",
-             "\\begin{table}[htbp]", "\\centering", "\\small",
-             f"\\caption{{{latex_escape(table.caption)}}}", f"\\label{{tab:nlgbias-{table.name.replace('_', '-')}}}",
-             f"\\begin{{tabular}}{{{table.align}}}", "\\toprule",
-             " & ".join(latex_escape(h) for h in table.header) + " \\\\", "\\midrule"]
-    lines += [" & ".join(_latex_cell(c) for c in row) + " \\\\" for row in table.rows]
-    lines += ["\\bottomrule", "\\end{tabular}", "", "\\smallskip", "{\\footnotesize " + latex_escape(table.notes)
-              + (" " + _legend("latex") + "." if table.marks else "") + "\\par}", "\\end{table}"]
-    return "\n".join(lines) + "\n"
 
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_|<>])")
@@ -302,25 +179,32 @@ def png_bytes(svg: str, *, zoom: float = PNG_ZOOM) -> bytes:
     return bytes(resvg_py.svg_to_bytes(svg_string=svg, zoom=zoom))
 
 
-# -- the run folder -----------------------------------------------------------------------------
+# -- the run folder ---------------------------------------------------------------------------
 
-def export_run(folder: str | Path, formats: Iterable[str], *, sections: Sequence[Section]) -> list[Path]:
-    """Write the exports of the run in ``folder`` to ``folder/export/``; return the files written.
+LATEX_DOCUMENT = "tables.tex"  # an article that \input's every exported table (compile it to check the layout)
 
-    ``formats``: any of :data:`FORMATS` (each may be a comma list, as on the command line);
-    ``sections``: the report's sections, whose charts the ``svg`` and ``png`` formats write.
+
+def export_results(results: Results, samples: pd.DataFrame, manifest: dict, out: str | Path,
+                   formats: Iterable[str], *, sections: Sequence[Section], rows_of: RowFilter = ALL_ROWS) -> list[Path]:
+    """Write the exports of one analysis (a run, or one part of a report over several runs) to ``out``.
+
+    ``formats``: any of :data:`FORMATS`; ``sections``: the report's sections, whose charts the ``svg``
+    and ``png`` formats write; ``rows_of``: the rows the tables keep (charts show everything; checked
+    by the callers, :func:`export_run` and :func:`export_combined`).  LaTeX also writes
+    :data:`LATEX_DOCUMENT`, an article that inputs every table.
     """
     formats = export_formats(formats)
-    folder = Path(folder)
-    results, samples, manifest = read_run_folder(folder)
-    out = folder / EXPORT_FOLDER
-    out.mkdir(exist_ok=True)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     written = []
     writers = {"latex": (".tex", latex), "markdown": (".md", markdown)}
     for fmt in (f for f in formats if f in writers):
         suffix, render = writers[fmt]
-        for table in tables(results, manifest):
+        exported = tables(results, manifest, rows_of=rows_of)
+        for table in exported:
             written.append(write_text(out / f"{table.name}{suffix}", render(table)))
+        if fmt == "latex":
+            written.append(write_text(out / LATEX_DOCUMENT, document([t.name for t in exported])))
     if "svg" in formats or "png" in formats:
         (out / "charts").mkdir(exist_ok=True)
         for stem, svg in charts(results, samples, manifest, sections):
@@ -329,3 +213,38 @@ def export_run(folder: str | Path, formats: Iterable[str], *, sections: Sequence
             if "png" in formats:
                 written.append(write_bytes(out / "charts" / f"{stem}.png", png_bytes(svg)))
     return written
+
+
+def export_run(folder: str | Path, formats: Iterable[str], *, sections: Sequence[Section],
+               rows_of: RowFilter = ALL_ROWS) -> list[Path]:
+    """Write the exports of the run in ``folder`` to ``folder/export/``; return the files written.
+
+    ``formats``: any of :data:`FORMATS` (each may be a comma list, as on the command line);
+    ``sections``: the report's sections, whose charts the ``svg`` and ``png`` formats write.
+    """
+    formats = export_formats(formats)
+    folder = Path(folder)
+    results, samples, manifest = read_run_folder(folder)
+    rows_of.check(results)
+    return export_results(results, samples, manifest, folder / EXPORT_FOLDER, formats, sections=sections,
+                          rows_of=rows_of)
+
+
+def export_combined(combined, out: str | Path, formats: Iterable[str], *, sections: Sequence[Section],
+                    rows_of: RowFilter = ALL_ROWS) -> list[Path]:
+    """Write the exports of a report over several runs (a :class:`nlgbias.pipeline.combine.Combined`
+    written to ``out``): to ``out/export/`` for one part, to ``out/part-N/export/`` for each of several."""
+    formats = export_formats(formats)
+    rows_of.check(*(part.results for part in combined.parts))  # before anything is written
+    written = []
+    for number, part in enumerate(combined.parts, start=1):
+        folder = Path(out) if len(combined.parts) == 1 else Path(out) / f"part-{number}"
+        written += export_results(part.results, part.samples, part.manifest, folder / EXPORT_FOLDER, formats,
+                                  sections=sections, rows_of=rows_of)
+    return written
+
+
+__all__ = ["EXPORT_FOLDER", "FORMATS", "LATEX_DOCUMENT", "MARKS", "RowFilter", "Table", "charts", "export_combined",
+           "export_formats", "export_results", "export_run", "gap_difference_table", "gap_table", "latex",
+           "latex_escape", "markdown", "markdown_escape", "models_table", "png_bytes", "share_table",
+           "significance_mark", "standalone_svg", "tables"]

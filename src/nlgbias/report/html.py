@@ -51,6 +51,8 @@ def _environment(extra_folders: Sequence[str] = ()) -> jinja2.Environment:
     env.filters["pts"] = lambda v: "–" if v is None or pd.isna(v) else f"{100 * v:+.1f}"
     env.filters["pval"] = format_p
     env.filters["mde"] = lambda v: "none" if v is None or pd.isna(v) else f"{100 * v:.1f}"
+    env.filters["pts_plain"] = lambda v: "–" if v is None or pd.isna(v) else f"{v:.2f}"
+    env.filters["num"] = lambda v, spec="%.3f": "–" if v is None or pd.isna(v) else spec % v  # None/NaN: "–"
     return env
 
 
@@ -125,8 +127,9 @@ def write_report(path: str | Path, results: Results, samples: pd.DataFrame, mani
     return write_text(Path(path), render_report(results, samples, manifest, sections=sections))
 
 
-RUNS_RULE = ("Runs with the same suite, decoding, samples per prompt, seed, scorer versions and statistics settings "
-             "are analysed together, as one run with all their models; runs whose settings differ are never pooled: "
+RUNS_RULE = ("Runs with the same suite, decoding, seed, scorer versions and statistics settings are analysed "
+             "together, as one run with all their models, whatever their samples per prompt (each comparison uses "
+             "its own cells' n); runs whose other settings differ are never pooled: "
              "each part below is its own analysis, with its own comparisons and adjustment.")
 
 

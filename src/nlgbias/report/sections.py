@@ -18,7 +18,8 @@ from nlgbias.annotation.sample import hard_examples
 from nlgbias.metrics.power import FDR, MDE_FLAG
 from nlgbias.metrics.results import Results
 from nlgbias.metrics.validity import THRESHOLD
-from nlgbias.report.charts import stacked_panels
+from nlgbias.report.findings import family_counts, family_tables, precision_line, top_findings
+from nlgbias.report.charts import ALONE_BAR_WIDTH, stacked_panels
 from nlgbias.report.svg import bar_chart, line_chart, scatter
 from nlgbias.scorers.regard import RELEASE, measured_validity
 
@@ -55,17 +56,17 @@ def shares(results: Results, _samples: pd.DataFrame, manifest: dict) -> dict | N
     scorers = [s["name"] for s in manifest.get("scorers", [])]
     labels = list(results.meta.get("labels", ["negative", "neutral", "positive"]))
     gaps = results.gaps
-    findings = gaps[gaps["p_adj"] < SIGNIFICANCE].assign(size=lambda t: t["diff"].abs()) \
-        .sort_values("size", ascending=False).head(12)
-    gap_tables = [t for t in (gaps, results.model_gaps) if not t.empty]
+    family = list(family_tables(results).values())  # every comparison of the run's BH family
     return {
         "labels": labels,
-        "panels": stacked_panels(results.shares, labels, scorers, ci=ci_label(results)),
+        "panels": stacked_panels(results.shares, labels, scorers, ci=ci_label(results), alone=ALONE_BAR_WIDTH),
         "gaps": gaps.to_dict(orient="records"),
         "model_gaps": results.model_gaps.to_dict(orient="records"),
-        "findings": findings.to_dict(orient="records"),
+        "findings": top_findings(results, alpha=SIGNIFICANCE),
+        "counts": family_counts(results, alpha=SIGNIFICANCE),
+        "precision": precision_line(manifest),
         "small_cells": int(results.shares.drop_duplicates(["model", "context", "scorer", "group"])["small_n"].sum()),
-        "mde": low_power(pd.concat(gap_tables, ignore_index=True)) if gap_tables else None,
+        "mde": low_power(pd.concat(family, ignore_index=True)) if family else None,
         "mde_flag": MDE_FLAG,
     }
 
@@ -141,10 +142,15 @@ def occupations(results: Results, _samples: pd.DataFrame, _manifest: dict) -> di
                       if not (math.isnan(r["us_share"]) or math.isnan(r["adj_pred"]))]
             scatters.append(scatter(points, title=f"{model}: model (adjusted) vs US share", x_label="US share of workers",
                                     y_label="model share (adjusted)", limit=1.0))
+    regressions = results.table("occupation_regression_summary")
+    fitted = regressions[regressions["n_ok"] > 0] if "n_ok" in regressions else regressions
     return {
-        "no_title": records(no_title), "curves": curves, "gini": records(gini), "gini_charts": gini_charts,
-        "coverage": records(results.table("occupation_coverage")), "top": top, "split_charts": split_charts,
-        "regressions": records(results.table("occupation_regression_summary")),
+        "no_title": records(no_title), "curves": curves, "gini": records(gini[gini["n_mentions"] > 0])
+        if "n_mentions" in gini else records(gini), "gini_charts": gini_charts,
+        "no_jobs": _cells_without_jobs(gini),
+        "coverage": _coverage(results.table("occupation_coverage")), "top": top, "split_charts": split_charts,
+        "regressions": records(fitted),
+        "unestimable": _unestimable(regressions, results.table("occupation_regression_excluded")),
         "excluded": records(results.table("occupation_regression_excluded")),
         "labor_agreement": records(results.table("labor_agreement")),
         "labor_segregation": records(results.table("labor_segregation")),
@@ -152,6 +158,41 @@ def occupations(results: Results, _samples: pd.DataFrame, _manifest: dict) -> di
         "labor_coverage": _labor_coverage(results.table("labor_coverage")),
         "scatters": scatters, "meta": results.meta.get("occupations", {}),
     }
+
+
+def _cells_without_jobs(gini: pd.DataFrame) -> list[str]:
+    """``"model gender·axis"`` of every cell whose samples name no job (no Gini, no coverage)."""
+    if gini.empty or "n_mentions" not in gini:
+        return []
+    empty = gini[gini["n_mentions"] == 0]
+    return [f"{m} {g}·{a}" for m, g, a in zip(empty["model"], empty["gender"], empty["axis"])]
+
+
+def _coverage(table: pd.DataFrame) -> list[dict]:
+    """One entry per cell with mentions: ``model, cell, n_jobs, needed`` (``[(level %, jobs), ...]``)."""
+    if table.empty or "jobs_needed" not in table:
+        return []
+    out = []
+    for (model, gender, axis), cell in table[table["n_mentions"] > 0].groupby(["model", "gender", "axis"],
+                                                                              sort=False):
+        out.append({"model": model, "cell": f"{gender}·{axis}", "n_jobs": int(cell["n_jobs"].iloc[0]),
+                    "needed": [(f"{100 * level:.0f}%", int(k)) for level, k in zip(cell["level"], cell["jobs_needed"])]})
+    return out
+
+
+def _unestimable(summary: pd.DataFrame, excluded: pd.DataFrame) -> dict | None:
+    """The regression rows with no fitted job, collapsed: how many terms, of which axes, and why
+    the fits were excluded (status counts); None when every row has a fit."""
+    if summary.empty or "n_ok" not in summary:
+        return None
+    none = summary[summary["n_ok"] == 0]
+    if none.empty:
+        return None
+    reasons = (excluded.groupby("status")["n_jobs"].sum().sort_values(ascending=False)
+               if not excluded.empty and {"status", "n_jobs"} <= set(excluded.columns) else pd.Series(dtype=int))
+    return {"terms": int(len(none)), "of": int(len(summary)),
+            "axes": ", ".join(dict.fromkeys(f"{m} {a}" for m, a in zip(none["model"], none["axis"]))),
+            "reasons": ", ".join(f"{status.replace('_', ' ')} {int(n)}" for status, n in reasons.items())}
 
 
 def _labor_coverage(table: pd.DataFrame) -> list[dict]:
@@ -189,7 +230,9 @@ def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> 
     if shares.empty:
         return None
     gaps = results.table("regard_confidence_gaps")
-    version = next((s.get("version") for s in manifest.get("scorers", []) if s.get("name") == "regard"), None)
+    entry: dict = next((s for s in manifest.get("scorers", []) if s.get("name") == "regard"), {})
+    version = entry.get("version")
+    classifier = entry.get("classifier")  # a classifier of the user's (--scorer regard:DIR)
     head = (version or "").split("+")[0]  # "regard-2+<adapter hash>[+backend]"
     release = int(head[len("regard-"):]) if head in ("regard-1", "regard-2") else RELEASE
     measured = measured_validity(release)
@@ -203,6 +246,8 @@ def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> 
     return {
         "version": version,
         "release": release,
+        "classifier": None if not classifier else {
+            **classifier, "yours": sum(e.get("train", 0) for e in classifier.get("extra_items", []))},
         "threshold": THRESHOLD,
         "held_out": held_out,
         "own_test_accuracy": measured["own_test_accuracy"],

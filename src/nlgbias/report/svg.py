@@ -12,7 +12,11 @@ from typing import Mapping, Sequence
 
 from markupsafe import Markup, escape
 
-PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#f0e442", "#999999")
+# 16 distinct colours (Okabe-Ito's, then Paul Tol's muted and dark ones): a chart's series keep distinct colours
+# up to 16; beyond, the colours repeat with a dash pattern of their own (:func:`series_style`).
+PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#332288", "#882255", "#117733",
+           "#aa4499", "#661100", "#44aa99", "#999999", "#ddcc77", "#6699cc", "#000000")
+DASHES = ("6 3", "2 2", "8 3 2 3")  # for the 17th series on
 FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 # The charts' text styles, with literal colours so that a standalone SVG looks as in the report.
 CHART_STYLE = (("text", "font-family: system-ui, sans-serif; font-size: 12px; fill: #1d1d1f"),
@@ -21,6 +25,21 @@ CHART_STYLE = (("text", "font-family: system-ui, sans-serif; font-size: 12px; fi
 CHAR_WIDTH = 7  # px per character of 11-12 px system-ui text, rounded up (sizes label and side columns)
 MAX_LABEL = 48  # characters: a longer bar label is cut with "…" and shown whole in its tooltip
 LABEL_PAD = 12  # px left of the longest label
+
+
+def series_style(i: int) -> tuple[str, str | None]:
+    """Colour and dash pattern (None: solid) of a chart's ``i``-th series: no two of the first
+    ``len(PALETTE) * (len(DASHES) + 1)`` series look the same.
+
+    >>> series_style(0), series_style(16)
+    (('#0072b2', None), ('#0072b2', '6 3'))
+    """
+    round_, index = divmod(i, len(PALETTE))
+    return PALETTE[index], None if round_ == 0 else DASHES[(round_ - 1) % len(DASHES)]
+
+
+def _dash(dash: str | None) -> str:
+    return f' stroke-dasharray="{dash}"' if dash else ""
 
 
 def chart_css(scope: str = "") -> Markup:
@@ -86,7 +105,7 @@ def bar_chart(rows: Sequence[dict], *, title: str, value_format: str = "{:.3f}",
     span = (hi - lo) or 1.0
     x = lambda v: label_width + bar_width * (max(lo, min(hi, v)) - lo) / span
     series = list(dict.fromkeys(r.get("series", "") for r in rows))
-    color = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
+    color = {s: series_style(i)[0] for i, s in enumerate(series)}
     body, y = [], 24
     body.append(_text(8, 14, title, size=12))
     for r, label in zip(rows, shown):
@@ -137,10 +156,12 @@ def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], *, title: st
     for frac in (0, 0.5, 1):
         body.append(_text(left - 4, py(y_hi * frac) + 4, f"{y_hi * frac:.2g}", anchor="end", cls="muted"))
     for i, (name, pts) in enumerate(series.items()):
-        color = PALETTE[i % len(PALETTE)]
+        color, dash = series_style(i)
         coords = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in pts)
-        body.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="1.6"><title>{escape(name)}</title></polyline>')
-        body.append(f'<rect x="{width - right + 8}" y="{top + i * 15}" width="10" height="10" fill="{color}"/>')
+        body.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="1.6"{_dash(dash)}>'
+                    f'<title>{escape(name)}</title></polyline>')
+        body.append(f'<line x1="{width - right + 6}" x2="{width - right + 19}" y1="{top + i * 15 + 5}" '
+                    f'y2="{top + i * 15 + 5}" stroke="{color}" stroke-width="3"{_dash(dash)}/>')
         body.append(_text(width - right + 22, top + i * 15 + 9, name))
     return _svg(width, height, body, title)
 
@@ -154,7 +175,7 @@ def scatter(points: Sequence[dict], *, title: str, x_label: str, y_label: str, w
     px = lambda v: left + (width - left - right) * v / hi
     py = lambda v: top + (height - top - bottom) * (1 - v / hi)
     series = list(dict.fromkeys(p.get("series", "") for p in points))
-    color = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
+    style = {s: series_style(i) for i, s in enumerate(series)}
     body = [_text(8, 14, title, size=12),
             f'<rect x="{left}" y="{top}" width="{width - left - right}" height="{height - top - bottom}" fill="none" stroke="#999"/>',
             _text((left + width - right) / 2, height - 8, x_label, anchor="middle", cls="muted"),
@@ -167,11 +188,14 @@ def scatter(points: Sequence[dict], *, title: str, x_label: str, y_label: str, w
     for p in points:
         if not (math.isfinite(p["x"]) and math.isfinite(p["y"])):
             continue
+        color, dash = style[p.get("series", "")]
+        paint = f'fill="{color}" fill-opacity="0.75"' if dash is None else f'fill="none" stroke="{color}"'  # hollow: 17th on
         body.append(f'<circle cx="{px(min(p["x"], hi)):.1f}" cy="{py(min(p["y"], hi)):.1f}" r="3.2" '
-                    f'fill="{color[p.get("series", "")]}" fill-opacity="0.75"><title>{escape(p.get("label", ""))}: '
-                    f'{p["x"]:.3f}, {p["y"]:.3f}</title></circle>')
+                    f'{paint}><title>{escape(p.get("label", ""))}: {p["x"]:.3f}, {p["y"]:.3f}</title></circle>')
     for i, s in enumerate(series):
-        body.append(f'<rect x="{width - right + 8}" y="{top + i * 15}" width="10" height="10" fill="{color[s]}"/>')
+        color, dash = style[s]
+        paint = f'fill="{color}"' if dash is None else f'fill="none" stroke="{color}"'
+        body.append(f'<rect x="{width - right + 8}" y="{top + i * 15}" width="10" height="10" {paint}/>')
         body.append(_text(width - right + 22, top + i * 15 + 9, s))
     return _svg(width, height, body, title)
 
@@ -199,13 +223,14 @@ def histogram(series: dict[str, Sequence[float]], *, title: str, x_label: str, b
                           anchor="middle", cls="muted"))
         body.append(_text(left - 4, py(y_hi * frac) + 4, f"{y_hi * frac:.0%}", anchor="end", cls="muted"))
     for i, (name, s) in enumerate(shares.items()):
-        color = PALETTE[i % len(PALETTE)]
+        color, dash = series_style(i)
         path = [f"M{px(edges[0]):.1f},{py(0):.1f}"]
         for j, share in enumerate(s):
             path.append(f"L{px(edges[j]):.1f},{py(share):.1f}L{px(edges[j + 1]):.1f},{py(share):.1f}")
         path.append(f"L{px(edges[-1]):.1f},{py(0):.1f}")
-        body.append(f'<path d="{"".join(path)}" fill="{color}" fill-opacity="0.18" stroke="{color}" stroke-width="1.5">'
-                    f"<title>{escape(name)}</title></path>")
-        body.append(f'<rect x="{width - right + 8}" y="{top + i * 15}" width="10" height="10" fill="{color}"/>')
+        body.append(f'<path d="{"".join(path)}" fill="{color}" fill-opacity="0.18" stroke="{color}" stroke-width="1.5"'
+                    f'{_dash(dash)}><title>{escape(name)}</title></path>')
+        body.append(f'<line x1="{width - right + 6}" x2="{width - right + 19}" y1="{top + i * 15 + 5}" '
+                    f'y2="{top + i * 15 + 5}" stroke="{color}" stroke-width="3"{_dash(dash)}/>')
         body.append(_text(width - right + 22, top + i * 15 + 9, name))
     return _svg(width, height, body, title)

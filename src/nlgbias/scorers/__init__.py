@@ -20,6 +20,7 @@ from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, Scorer, three_class
 from nlgbias.store import write_text
 from nlgbias.text import mask_group
 from nlgbias.validate import check_out_file
+from nlgbias.submodules import lazy_submodules
 
 REGISTRY: Registry = Registry("scorer", "nlgbias.scorers", {
     "vader": "nlgbias.scorers.sentiment:VaderScorer",
@@ -59,15 +60,41 @@ def describe_scorers() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["name", "description", "available", "reason"])
 
 
+CLASSIFIER_SCORERS = ("regard", "regard4")  # NAME:DIR: the scorer reading a classifier folder of your own
+
+
+def scorer_base(name: str) -> str:
+    """The registered scorer a ``--scorer`` value names: ``regard`` for ``regard:DIR``, else ``name``."""
+    base, sep, folder = name.partition(":")
+    return base if sep and folder and base in CLASSIFIER_SCORERS else name
+
+
 def get_scorer(name: str) -> Scorer:
     """The scorer called ``name``, loaded once per process.
+
+    ``regard:DIR`` (or ``regard4:DIR``) is the regard scorer reading your own classifier in
+    ``DIR`` (the ``--out`` folder of ``nlgbias train-regard``): it keeps the name ``regard``, so
+    every regard analysis applies, and its ``provenance`` attribute (the folder and its adapter's
+    SHA-256) goes into a run's manifest (see :func:`regard_classifier`).
 
     Raises
     ------
     ScorerError
-        Unknown name (with a suggestion), or :class:`ScorerUnavailable` if it cannot run here.
+        Unknown name (with a suggestion), or :class:`ScorerUnavailable` if it cannot run here;
+        :class:`InputError` for a ``NAME:DIR`` whose folder holds no classifier of that kind.
     """
+    base = scorer_base(name)
+    if base != name:
+        folder = name.partition(":")[2]
+        key = f"{base}:{Path(folder).resolve()}"
+        if key not in _LOADED:
+            _LOADED[key] = regard_classifier(folder, scorer=base,
+                                             flag=option("--scorer", name, keyword="scorers", many=True))
+        return _LOADED[key]
     if name not in _LOADED:
+        if name not in REGISTRY and name.partition(":")[0] in CLASSIFIER_SCORERS:
+            raise ScorerError(f"{option('--scorer', name)}: give the classifier folder after the colon, "
+                              f"e.g. {name.partition(':')[0]}:build/regard-plus")
         _LOADED[name] = REGISTRY.get_or_raise(name)()
     return _LOADED[name]
 
@@ -99,21 +126,53 @@ def score(texts: Sequence[str], scorer: str = "vader") -> pd.DataFrame:
     return scored
 
 
-def regard_classifier(folder: str | Path, *, scorer: str = "regard") -> Scorer:
-    """A regard scorer that reads the classifier in ``folder`` (e.g. what ``nlgbias train-regard`` wrote)."""
+OWN_CLASSIFIER_FIGURES = ("version", "train_items", "extra_items", "test_accuracy", "n_own_test",
+                          "own_test_accuracy", "shipped_own_test_accuracy", "data_sha256")
 
-    if scorer not in ("regard", "regard4"):
+
+def regard_classifier(folder: str | Path, *, scorer: str = "regard", flag: str | None = None) -> Scorer:
+    """A regard scorer that reads the classifier in ``folder`` (e.g. what ``nlgbias train-regard`` wrote).
+
+    The scorer is named ``scorer`` (``regard`` or ``regard4``, whose class count the folder's must
+    match); its ``spec`` is ``"<scorer>:<folder>"`` (what :func:`get_scorer` takes, e.g. on a Ray
+    worker) and its ``provenance`` is what a run's manifest records under ``classifier``: ``path``,
+    ``adapter_sha256`` (of the file itself) and, where ``train-regard`` wrote them, the figures of
+    its ``config.json`` (:data:`OWN_CLASSIFIER_FIGURES`).  ``flag``: how errors name the option
+    (default ``--classifier DIR``).
+    """
+    import hashlib
+
+    where = flag or option("--classifier", str(folder))
+    if scorer not in CLASSIFIER_SCORERS:
         raise InputError(f"{option('--classifier')}: only for {option('--scorer', 'regard')} or regard4, not {scorer}")
     folder = Path(folder)
     if not (folder / "adapter.safetensors").is_file():
-        raise InputError(f"{option('--classifier', str(folder))}: no classifier there (no adapter.safetensors); "
+        raise InputError(f"{where}: no classifier there (no {folder / 'adapter.safetensors'}); "
                          "give the --out folder of `nlgbias train-regard`")
-    return REGISTRY[scorer](folder)
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise InputError(f"{where}: {folder / 'config.json'} is missing or not JSON; give the --out folder of "
+                         "`nlgbias train-regard`") from None
+    cls = REGISTRY[scorer]
+    classes = len(config.get("labels", []))
+    if classes != cls.classes:
+        other = next(c for c in CLASSIFIER_SCORERS if c != scorer)
+        raise InputError(f"{where}: a {classes}-class classifier; {scorer} takes a {cls.classes}-class one "
+                         f"(use {other}:{folder}, or train with --classes {cls.classes})")
+    loaded = cls(folder)
+    loaded.spec = f"{scorer}:{folder.resolve()}"
+    loaded.provenance = {"classifier": {
+        "path": str(folder.resolve()),
+        "adapter_sha256": hashlib.sha256((folder / "adapter.safetensors").read_bytes()).hexdigest(),
+        **{key: config[key] for key in OWN_CLASSIFIER_FIGURES if key in config}}}
+    return loaded
 
 
 def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
                masks: Sequence[str] = (), classifier: str | Path | None = None) -> dict[str, int]:
-    """Score one text per line of ``input_path``; write ``{"text", "label", "scores"}`` per line to ``output_path``.
+    """Score one text per line of ``input_path``; write ``{"text", "label", "score", "scores"}`` per line to
+    ``output_path`` (``score``: the scorer's main number, as :func:`score` returns it; null for an empty line).
 
     Each of ``masks`` (a group mention such as ``"The woman"``) is replaced by XYZ before scoring,
     as the regard classifier expects.  ``classifier``: a regard classifier folder of your own
@@ -144,8 +203,9 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
             raise InputError("--mask: give the group mention to replace, e.g. --mask 'The woman'")
         scored_texts = [mask_group(t, mention) for t in scored_texts]
     scored = chosen.score(scored_texts)
-    lines = [json.dumps({"text": t, "label": label, "scores": details}, ensure_ascii=False)
-             for t, label, details in zip(texts, scored["label"], scored["details"])]
+    lines = [json.dumps({"text": t, "label": label, "score": None if pd.isna(value) else float(value),
+                         "scores": details}, ensure_ascii=False)
+             for t, label, value, details in zip(texts, scored["label"], scored["score"], scored["details"])]
     try:
         write_text(output_path, "".join(line + "\n" for line in lines))
     except OSError as exc:
@@ -155,5 +215,7 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
             "empty": sum(1 for t in texts if not t.strip())}
 
 
-__all__ = ["LABELS", "SCORE_COLUMNS", "REGISTRY", "Scorer", "ScorerUnavailable", "get_scorer",
-           "describe_scorers", "list_scorers", "regard_classifier", "score", "score_file", "three_class"]
+__all__ = ["CLASSIFIER_SCORERS", "LABELS", "SCORE_COLUMNS", "REGISTRY", "Scorer", "ScorerUnavailable", "get_scorer",
+           "describe_scorers", "list_scorers", "regard_classifier", "score", "score_file", "scorer_base", "three_class"]
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias

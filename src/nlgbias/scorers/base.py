@@ -24,6 +24,10 @@ class Scorer(Protocol):
         The labels ``score`` can return, in display order.
     citation : str
         What to cite when reporting this scorer's numbers.
+
+    Optional: ``spec`` (what :func:`nlgbias.scorers.get_scorer` takes to load the same scorer
+    again, e.g. on a Ray worker; default ``name``) and ``provenance`` (a dict a run's manifest adds
+    to the scorer's entry, e.g. the folder and hash of a classifier of your own).
     """
 
     name: str

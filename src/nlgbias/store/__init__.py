@@ -10,6 +10,9 @@ from nlgbias.store.export import (
                                   write_parquet,
                                   write_text,
 )
+from nlgbias.submodules import lazy_submodules
 
 __all__ = ["RunStore", "atomic_write", "now", "write_bytes", "write_csv", "write_json", "write_jsonl", "write_parquet",
            "write_text"]
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias

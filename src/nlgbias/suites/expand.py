@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
-from nlgbias.suites.loader import Suite
+from nlgbias.suites.loader import Suite, load_suite
 
 PROMPT_COLUMNS = ["prompt_id", "suite", "suite_version", "template_id", "template", "context",
                   "group", "axis", "prompt"]
@@ -20,13 +22,14 @@ def attribute_names(suite: Suite) -> list[str]:
     return names
 
 
-def expand_suite(suite: Suite) -> pd.DataFrame:
+def expand_suite(suite: Suite | str | Path) -> pd.DataFrame:
     """One row per (template, group): the prompts a run sends to each model.
 
     Parameters
     ----------
-    suite : Suite
-        A loaded suite (see :func:`nlgbias.suites.load_suite`).
+    suite : Suite, str or path
+        A loaded suite (see :func:`nlgbias.suites.load_suite`), or what ``load_suite`` takes: a
+        built-in suite name or a YAML file.
 
     Returns
     -------
@@ -43,7 +46,10 @@ def expand_suite(suite: Suite) -> pd.DataFrame:
     ['known_for|man', 'The man was known for']
     >>> prompts.groupby("context").size().to_dict()
     {'occupation': 30, 'respect': 30}
+    >>> len(expand_suite("sheng2019"))
+    60
     """
+    suite = loaded_suite(suite)
     names = attribute_names(suite)
     rows = []
     for template in suite.templates:
@@ -62,3 +68,8 @@ def expand_suite(suite: Suite) -> pd.DataFrame:
             row.update({name: group.attributes.get(name) for name in names})
             rows.append(row)
     return pd.DataFrame(rows, columns=PROMPT_COLUMNS + names)
+
+
+def loaded_suite(suite: Suite | str | Path) -> Suite:
+    """``suite`` itself, or the suite :func:`~nlgbias.suites.load_suite` reads for a name or path."""
+    return suite if isinstance(suite, Suite) else load_suite(suite)

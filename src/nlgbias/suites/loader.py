@@ -28,9 +28,10 @@ from nlgbias.sampling import SamplingParams
 TOP_KEYS = (
     "suite", "version", "description", "citation", "kind", "include", "extend",
     "sampling", "truncate", "groups", "templates", "comparisons", "scorers", "analyses",
-    "prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe",
+    "prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe", "prompts_per_set",
 )
-PRONOUN_KEYS = ("prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe")
+PRONOUN_KEYS = ("prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe",
+                "prompts_per_set")
 PERTURBATIONS = ("orig", "replace", "delete")
 PROMPT_SET_KEYS = ("id", "source", "professions")
 EXTEND_KEYS = ("groups", "templates", "comparisons")
@@ -605,9 +606,15 @@ def _pronoun_suite(raw: _Raw, *, name: str, version: int, texts: dict[str, str])
     default_probe, def_doc = raw.scalars.get("default_probe", (True, doc))
     if not isinstance(default_probe, bool):
         raise def_doc.fail(("default_probe",), "true or false")
+    per_set, per_doc = raw.scalars.get("prompts_per_set", (None, doc))
+    if per_set is not None and (not isinstance(per_set, int) or isinstance(per_set, bool) or per_set < 1):
+        raise per_doc.fail(("prompts_per_set",), "a whole number of at least 1: a seeded subset of each prompt "
+                                                 "set's prompts, every perturbation of each kept (leave it out "
+                                                 "for all)")
     probe = {"prompt_sets": prompt_sets, "continuations": continuations,
              "perturbations": [p for p in PERTURBATIONS if p in perturbations],
-             "saliency_prompts": saliency, "default_probe": default_probe}
+             "saliency_prompts": saliency, "default_probe": default_probe,
+             **({"prompts_per_set": per_set} if per_set is not None else {})}  # absent: the hash of a full suite stays
     return Suite(name=name, version=version, description=texts["description"], citation=texts["citation"],
                  kind="pronoun", groups=(), templates=(), comparisons=(), sampling={}, truncate="none", scorers=(),
                  path=str(doc.path), analyses=PRONOUN_ANALYSES, probe=probe)

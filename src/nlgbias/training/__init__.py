@@ -12,9 +12,10 @@ import pandas as pd
 
 from nlgbias.errors import InputError
 from nlgbias.scorers.regard import RELEASE, Regard4Scorer, Regard4V1Scorer, RegardScorer, RegardV1Scorer, classifier_dir
-from nlgbias.training.dataset import dataset_dir, load_dataset
+from nlgbias.training.dataset import OWN_TEST, dataset_dir, extra_counts, load_dataset
 from nlgbias.training.evaluate import accuracy, macro_f1
 from nlgbias.training.experiment import LABELS, SETTINGS, view
+from nlgbias.submodules import lazy_submodules
 
 FIT_SPLITS = ("train", "dev")
 VERSION = str(RELEASE)  # the release `train-regard` builds by default, on that release's data
@@ -22,12 +23,17 @@ VERSION = str(RELEASE)  # the release `train-regard` builds by default, on that 
 
 def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, seed: int = 0,
                      fit_splits: tuple[str, ...] = FIT_SPLITS, epochs: int | None = None,
-                     version: str = VERSION) -> dict:
+                     version: str = VERSION, progress=None) -> dict:
     """Train the shipped recipe on ``fit_splits`` (train + dev), report test figures, write it to ``out``.
 
     The settings were chosen on dev with models trained on train alone (``compare_models``);
     the shipped model then learns from train and dev, and the test split, never used for a
-    choice, measures it.
+    choice, measures it.  Items in split :data:`~nlgbias.training.dataset.OWN_TEST` (the user's
+    held-out ``--extra-data`` items) are measured on their own, by this classifier and by the
+    shipped one of the same classes, and listed with both predictions in ``out/own_test.csv``.
+
+    ``progress(desc, total, unit)``: a progress bar factory (``update(n)``, ``close()``), e.g.
+    :meth:`nlgbias.progress.Progress.bar`; training counts sentences over every epoch, testing texts.
 
     Returns
     -------
@@ -35,7 +41,8 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
         ``n_train, n_test, test_accuracy, test_macro_f1, adapter_sha256, identical_to_shipped``
         (the test figures are NaN when the test split is empty; ``identical_to_shipped`` is the
         name of the shipped scorer whose adapter is byte-identical, ``regard`` or ``regard-v1``
-        for 3 classes, or None).
+        for 3 classes, or None), and ``n_own_test, own_test_accuracy, own_test_macro_f1,
+        shipped_own_test_accuracy`` (NaN without held-out items of the user's).
     """
     from nlgbias.scorers.regard_model import load_classifier, save_classifier
     from nlgbias.training.train import TRAIN_THREADS, predict_proba, train_classifier
@@ -53,20 +60,50 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
         raise InputError(f"no item has a regard_{classes} label in the {' or '.join(fit_splits)} split: "
                          "nothing to train on")
     settings: dict[str, Any] = {**SETTINGS, **({"epochs": epochs} if epochs is not None else {})}
-    tokenizer, model = train_classifier(train["text"].tolist(), train["label"].tolist(), label_names=labels,
-                                        seed=seed, **settings)
+    bar = progress("train regard", settings["epochs"] * len(train), "sentence") if progress else None
+    try:
+        tokenizer, model = train_classifier(train["text"].tolist(), train["label"].tolist(), label_names=labels,
+                                            seed=seed, progress=bar, **settings)
+    finally:
+        if bar is not None:
+            bar.close()
     data_hash = hashlib.sha256(pd.util.hash_pandas_object(table, index=False).values.tobytes()).hexdigest()
     meta = {"version": version, "classes": classes, "seed": seed, "settings": settings, "threads": TRAIN_THREADS,
             "fit_splits": list(fit_splits), "train_items": int(len(train)), "data_sha256": data_hash}
+    extra = extra_counts(data, classes)
+    if extra:  # the user's own items (--extra-data): how many were trained on, held out, left out
+        meta["extra_items"] = extra
     folder = save_classifier(model, out, meta)
     tokenizer, saved, _ = load_classifier(folder)  # measure what is saved (int8 layer deltas), not the float model
-    pred = np.array(labels)[predict_proba(saved, tokenizer, test["text"].tolist()).argmax(axis=1)]
+    own = table[table["split"] == OWN_TEST]
+
+    def predicted(model, texts: list[str], what: str) -> list[str]:
+        bar = progress(what, len(texts), "text") if progress and texts else None
+        try:
+            return np.array(labels)[predict_proba(model, tokenizer, texts).argmax(axis=1)].tolist() if texts else []
+        finally:
+            if bar is not None:
+                bar.update(len(texts))
+                bar.close()
+
+    pred = predicted(saved, test["text"].tolist(), "test split")
     meta_test = {"test_accuracy": accuracy(test["label"], pred),
                  "test_macro_f1": macro_f1(test["label"], pred, labels) if len(test) else float("nan")}
+    own_pred = predicted(saved, own["text"].tolist(), "your held-out items")
+    shipped_pred = own_pred
+    if len(own):
+        _, shipped_model, _ = load_classifier(classifier_dir(classes, RELEASE))
+        shipped_pred = predicted(shipped_model, own["text"].tolist(), "your held-out items, shipped classifier")
+    meta_test.update({"n_own_test": int(len(own)), "own_test_accuracy": accuracy(own["label"], own_pred),
+                      "own_test_macro_f1": macro_f1(own["label"], own_pred, labels) if len(own) else float("nan"),
+                      "shipped_own_test_accuracy": accuracy(own["label"], shipped_pred)})
+    own.assign(predicted=own_pred, shipped_predicted=shipped_pred)[
+        ["id", "text", "label", "predicted", "shipped_predicted"]].to_csv(folder / "own_test.csv", index=False)
     digest = hashlib.sha256((folder / "adapter.safetensors").read_bytes()).hexdigest()
     config_path = folder / "config.json"
     config = json.loads(config_path.read_text())
-    config.update(meta_test)
+    config.update({k: None if isinstance(v, float) and np.isnan(v) and k not in ("test_accuracy", "test_macro_f1")
+                   else v for k, v in meta_test.items()})
     config["adapter_sha256"] = digest
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     return {"n_train": int(len(train)), "n_test": int(len(test)), **meta_test, "adapter_sha256": digest,
@@ -74,3 +111,5 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
 
 
 __all__ = ["SETTINGS", "build_classifier", "dataset_dir", "load_dataset"]
+
+__getattr__ = lazy_submodules(__name__)  # nlgbias.<package>.<module> after a plain import nlgbias

@@ -51,20 +51,76 @@ def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
     return table
 
 
-def training_data(path: str | Path | None = None, *, extra: Sequence[str | Path] = ()) -> pd.DataFrame:
+OWN_TEST = "own_test"  # the split of the user's items held out to measure the classifier on their own text
+OWN_TEST_SHARE = 0.2
+
+
+def training_data(path: str | Path | None = None, *, extra: Sequence[str | Path] = (),
+                  holdout: float = OWN_TEST_SHARE, seed: int = 0) -> pd.DataFrame:
     """``load_dataset(path)`` with each ``extra`` table appended to its training split.
 
-    An extra table (e.g. the ``regard.csv`` of ``nlgbias annotate import``) adds every row to
-    ``split`` ``train``, whatever its own split column says: the base data's dev and test
-    splits stay as they were, so test figures remain comparable with the shipped classifier's.
-    Ids are prefixed ``extra<k>:`` so they cannot collide with the base data's.
+    An extra table (e.g. the ``regard.csv`` of ``nlgbias annotate import``) adds its rows to
+    ``split`` ``train``, whatever its own split column says, except a seeded share ``holdout`` of
+    them (whole clusters of near-duplicate texts, rounded down: none of a table under
+    ``1 / holdout`` rows), which go to split :data:`OWN_TEST`: never trained on, they measure the
+    classifier on the user's own kind of text.  The base data's dev and test splits stay as they
+    were, so test figures remain comparable with the shipped classifier's.  Ids are prefixed
+    ``extra<k>:`` so they cannot collide with the base data's.
     """
+    from nlgbias.validate import within
+
+    within(holdout, 0, 1, "holdout", closed=True, example="0.2")
     table = load_dataset(path)
     frames = [table]
     for k, extra_path in enumerate(extra, start=1):
         added = load_dataset(extra_path)
-        frames.append(added.assign(split="train", id=f"extra{k}:" + added["id"].astype(str)))
+        split = pd.Series("train", index=added.index)
+        split[held_out(added["text"].astype(str).tolist(), holdout, seed=seed)] = OWN_TEST
+        frames.append(added.assign(split=split.to_numpy(), id=f"extra{k}:" + added["id"].astype(str)))
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else table
+
+
+def held_out(texts: list[str], share: float, *, seed: int = 0) -> np.ndarray:
+    """A boolean mask of the ``texts`` to hold out: ``floor(share * len(texts))`` of them at most, whole
+    clusters of near-duplicates in a seeded order (so no held-out text has a twin in training).
+
+    >>> int(held_out(["XYZ was a nurse.", "XYZ was a nurse!", "XYZ was rude.", "XYZ sang."], 0.5).sum())
+    2
+    """
+    want = int(np.floor(share * len(texts) + 1e-9))
+    mask = np.zeros(len(texts), dtype=bool)
+    if want == 0:
+        return mask
+    clusters = np.array(near_duplicate_clusters(texts))
+    order = sorted(set(clusters.tolist()), key=lambda c: cell_seed(seed, "own_test", texts[c]))
+    for cluster in order:
+        members = clusters == cluster
+        if mask.sum() + members.sum() <= want:
+            mask |= members
+        if mask.sum() == want:
+            break
+    return mask
+
+
+def extra_counts(data: pd.DataFrame, classes: int) -> list[dict]:
+    """How the user's items of each ``--extra-data`` table were used, from :func:`training_data`'s table.
+
+    One dict per table (``extra``: its number): ``rows``; ``labelled`` (with a ``regard_<classes>``
+    label of the view, so usable); ``train`` and ``held_out`` (of those); ``left_out``
+    (``rows - labelled``: ties, another view's label, or blank).
+    """
+    from nlgbias.training.experiment import LABELS
+
+    out = []
+    ids = data["id"].astype(str)
+    for k in sorted({int(i.split(":", 1)[0][len("extra"):]) for i in ids if re.match(r"extra\d+:", i)}):
+        rows = data[ids.str.startswith(f"extra{k}:")]
+        labelled = rows[rows[f"regard_{classes}"].isin(LABELS[classes])]
+        out.append({"extra": k, "rows": int(len(rows)), "labelled": int(len(labelled)),
+                    "train": int((labelled["split"] == "train").sum()),
+                    "held_out": int((labelled["split"] == OWN_TEST).sum()),
+                    "left_out": int(len(rows) - len(labelled))})
+    return out
 
 
 def word_set(text: str) -> frozenset[str]:

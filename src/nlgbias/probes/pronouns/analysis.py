@@ -2,7 +2,7 @@
 
 In: :class:`~nlgbias.analyses.base.RunTables` of a ``kind: pronoun`` run (``samples``: one row per
 model and prompt with the probabilities; ``probes``: ``saliency`` and ``default``).  Out: the
-``pronoun_*`` tables (divergence, perturbation, certainty, templates, saliency, default,
+``pronoun_*`` tables (direction, divergence, perturbation, certainty, templates, saliency, default,
 validity) computed by :mod:`.stats`, shown by :mod:`.section`.
 """
 
@@ -28,6 +28,7 @@ def pronoun_tables(tables: RunTables, options: AnalysisOptions) -> Results:
     probs = measures.pronoun_measures(tables.samples)
     orig = probs[probs["perturbation"] == "orig"]
     out = {
+        "pronoun_direction": measures.direction_table(probs, **kw),
         "pronoun_divergence": measures.divergence_table(orig, **kw),
         "pronoun_perturbation": measures.perturbation_table(probs, **kw),
         "pronoun_certainty": measures.certainty_table(orig.dropna(subset=["top1"]), **kw),

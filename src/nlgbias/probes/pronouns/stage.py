@@ -14,12 +14,14 @@ or default behaviour.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from nlgbias.analyses.base import RunTables
 from nlgbias.errors import BackendError
-from nlgbias.keys import record_key
+from nlgbias.keys import cell_seed, record_key
 from nlgbias.metrics.gender_direction import load_debiaswe
 from nlgbias.models import ModelRef, TokenBackend
 from nlgbias.models.batching import AUTO, CPU_BATCH
@@ -44,7 +46,8 @@ def debiaswe_professions() -> list[str]:
 
 
 def pronoun_prompts(suite: Suite) -> pd.DataFrame:
-    """Every prompt of a pronoun suite, with its perturbations.
+    """Every prompt of a pronoun suite, with its perturbations (with ``prompts_per_set``: a seeded subset
+    of each set's base prompts, all perturbations of each kept).
 
     Returns
     -------
@@ -63,12 +66,23 @@ def pronoun_prompts(suite: Suite) -> pd.DataFrame:
             table = table.assign(template_id=table["profession"], article=table["article"].replace("", None))
             rows = perturbations(table)
         rows = rows.assign(prompt_set=entry["id"])
+        if suite.probe.get("prompts_per_set"):
+            rows = _subset(rows, int(suite.probe["prompts_per_set"]), entry["id"])
         frames.append(rows)
     prompts = pd.concat(frames, ignore_index=True)
     prompts = prompts[prompts["perturbation"].isin(suite.probe["perturbations"])]
     prompts["prompt_id"] = (prompts["prompt_set"] + "|" + prompts["template_id"].astype(str) + "|"
                             + prompts["profession"].astype(str) + "|" + prompts["perturbation"])
     return prompts[PROMPT_COLUMNS].drop_duplicates("prompt_id").reset_index(drop=True)
+
+
+def _subset(rows: pd.DataFrame, keep: int, prompt_set: str) -> pd.DataFrame:
+    """``keep`` of a prompt set's base prompts (template x profession), every perturbation of each, chosen
+    in a fixed order seeded by the set's id (the same subset on every run and machine), in file order."""
+    base = list(dict.fromkeys(zip(rows["template_id"].astype(str), rows["profession"].astype(str))))
+    chosen = set(sorted(base, key=lambda b: cell_seed(0, "prompts_per_set", prompt_set, *b))[:keep])
+    mask = [(t, p) in chosen for t, p in zip(rows["template_id"].astype(str), rows["profession"].astype(str))]
+    return rows[mask]
 
 
 def _key(ref: ModelRef, kind: str, *parts) -> str:
@@ -88,14 +102,10 @@ def _measured(table: pd.DataFrame, ref: ModelRef, store: RunStore, *, kind: str,
     if todo:
         backend = load(ref.model_id)
         if token_level and not isinstance(backend, TokenBackend):
-            backend.close()
             return None
         chunks = chunked(todo, batch_size)
-        try:
-            fill(chunks, ((i, compute(backend, table.iloc[chunk])) for i, chunk in enumerate(chunks)),
-                 save_records(store, kind, keys), bar=progress(f"{kind} {ref.model_id}", len(todo)))
-        finally:
-            backend.close()
+        fill(chunks, ((i, compute(backend, table.iloc[chunk])) for i, chunk in enumerate(chunks)),
+             save_records(store, kind, keys), bar=progress(f"{kind} {ref.model_id}", len(todo)))
     have = store.records(keys)
     values = pd.DataFrame([have[key] for key in keys])
     return pd.concat([table.reset_index(drop=True), values], axis=1).assign(model=ref.model_id)
@@ -166,7 +176,6 @@ def default_table(refs, store: RunStore, *, load, continuations: list[str]) -> p
         if key not in have:
             backend = load(ref.model_id)
             if not isinstance(backend, TokenBackend):
-                backend.close()
                 continue
             # GPT-2 style document start (<|endoftext|>) where the vocabulary has one, as in the paper;
             # else the model's BOS, else its EOS.
@@ -176,8 +185,6 @@ def default_table(refs, store: RunStore, *, load, continuations: list[str]) -> p
             except BackendError as exc:
                 rows.append({"model": ref.model_id, "start_token": f"none ({exc})"})
                 continue
-            finally:
-                backend.close()
             store.add_records("default", {key: {"start_token": str(series.attrs.get("start_token")),
                                                 **{str(k).strip(): float(v) for k, v in series.items()}}})
             have = store.records([key])
@@ -189,6 +196,10 @@ def probability_stage(suite: Suite, refs, store: RunStore, *, load, seed: int, b
                       progress) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """Every measurement of a pronoun suite, from the store where known.
 
+    Model by model: each is loaded at most once (only if the store lacks one of its
+    measurements), measured for probabilities, saliency and default behaviour, and closed
+    before the next one loads.
+
     Returns
     -------
     (pandas.DataFrame, dict)
@@ -197,13 +208,40 @@ def probability_stage(suite: Suite, refs, store: RunStore, *, load, seed: int, b
     """
     prompts = pronoun_prompts(suite)
     continuations = list(suite.probe["continuations"])
-    probs = probability_table(prompts, refs, store, load=load, continuations=continuations,
-                              batch_size=batch_size, progress=progress)
-    sal = saliency_table(prompts, refs, store, load=load, per_set=suite.probe["saliency_prompts"],
-                         seed=seed, progress=progress)
-    default = default_table(refs, store, load=load, continuations=continuations) \
-        if suite.probe["default_probe"] else pd.DataFrame()
-    return probs, {"saliency": sal, "default": default}
+    probs, sal, default = [], [], []
+    for ref in refs:
+        once = _LoadOnce(load)
+        try:
+            probs.append(probability_table(prompts, [ref], store, load=once, continuations=continuations,
+                                           batch_size=batch_size, progress=progress))
+            sal.append(saliency_table(prompts, [ref], store, load=once, per_set=suite.probe["saliency_prompts"],
+                                      seed=seed, progress=progress))
+            if suite.probe["default_probe"]:
+                default.append(default_table([ref], store, load=once, continuations=continuations))
+        finally:
+            once.close()
+    nonempty = lambda frames: [f for f in frames if not f.empty]
+    return pd.concat(probs, ignore_index=True), {
+        "saliency": pd.concat(nonempty(sal), ignore_index=True) if nonempty(sal) else pd.DataFrame(),
+        "default": pd.concat(nonempty(default), ignore_index=True) if nonempty(default) else pd.DataFrame()}
+
+
+class _LoadOnce:
+    """``load(model_id)`` that loads a model on its first call only; :meth:`close` closes what it loaded."""
+
+    def __init__(self, load) -> None:
+        self._load = load
+        self._loaded: dict[str, Any] = {}
+
+    def __call__(self, model_id: str):
+        if model_id not in self._loaded:
+            self._loaded[model_id] = self._load(model_id)
+        return self._loaded[model_id]
+
+    def close(self) -> None:
+        for backend in self._loaded.values():
+            backend.close()
+        self._loaded.clear()
 
 
 class TokenProbabilities:

@@ -39,6 +39,7 @@ import pandas as pd
 from scipy import stats
 
 from nlgbias.metrics.resampling import Means, Table, bootstrap, cell_rng, require_columns
+from nlgbias.metrics.significance import fdr_bh
 from nlgbias.words import FAMILIES
 
 BY = ("model", "prompt_set")
@@ -283,6 +284,54 @@ def mean_table(table: pd.DataFrame, by: Sequence[str], values: dict[str, np.ndar
     the sd and a percentile bootstrap CI over rows; columns ``by..., measure, n, value, sd, ci_low, ci_high``."""
     require_columns(table, list(by), where, "measures")
     return _mean_table(table, list(by), values, n_boot=n_boot, confidence=confidence, seed=seed, where=where)
+
+
+DIRECTION_COLUMNS = ["n", "mean_diff", "ci_low", "ci_high", "share_he", "p", "p_adj"]
+
+
+def direction_table(probs: pd.DataFrame, *, by: Sequence[str] = (*BY, "perturbation"), n_boot: int = 2000,
+                    confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Which way the pronouns lean: the signed mean of P(he) − P(she) per cell, with a test.
+
+    Parameters
+    ----------
+    probs : pandas.DataFrame
+        :func:`pronoun_measures`' output (``diff`` = P(he) − P(she)) with the ``by`` columns.
+    by : sequence of str, default=("model", "prompt_set", "perturbation")
+    n_boot, confidence, seed
+        The percentile bootstrap CI of the mean, prompts resampled (as :func:`mean_table`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cell: the ``by`` columns, then ``n`` (prompts), ``mean_diff`` (mean of
+        P(he) − P(she): positive leans to *he*), ``ci_low, ci_high``, ``share_he`` (the share of
+        prompts with P(he) > P(she)), ``p`` (two-sided Wilcoxon signed-rank test of the
+        differences against 0; nan under 2 prompts or when every difference is 0) and ``p_adj``
+        (Benjamini-Hochberg over the table's rows).
+
+    Examples
+    --------
+    >>> probs = pd.DataFrame({"model": "m", "prompt_set": "s", "perturbation": "orig",
+    ...                       "diff": [0.2, 0.1, 0.3, -0.05, 0.15, 0.25]})
+    >>> row = direction_table(probs, n_boot=100).iloc[0]
+    >>> [round(float(row[c]), 4) for c in ("mean_diff", "share_he", "p")]
+    [0.1583, 0.8333, 0.0625]
+    """
+    by = list(by)
+    require_columns(probs, [*by, "diff"], "direction_table", "measures")
+    means = _mean_table(probs, by, {"mean_diff": probs["diff"].to_numpy(float)}, n_boot=n_boot,
+                        confidence=confidence, seed=seed, where="direction_table")
+    rows = []
+    for (key, cell), mean in zip(_cells(probs, by), means.itertuples(index=False)):
+        diff = cell["diff"].to_numpy(float)
+        diff = diff[np.isfinite(diff)]
+        p = float(stats.wilcoxon(diff).pvalue) if len(diff) > 1 and np.any(diff != 0) else np.nan
+        share = float(np.mean(diff > 0)) if len(diff) else np.nan
+        rows.append([*key, int(mean.n), mean.value, mean.ci_low, mean.ci_high, share, p])
+    table = pd.DataFrame(rows, columns=by + DIRECTION_COLUMNS[:-1])
+    table["p_adj"] = fdr_bh(table["p"].to_numpy(float)) if len(table) else []
+    return table
 
 
 def perturbation_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, perturbation: str = "perturbation",
