@@ -123,7 +123,8 @@ def _all_noun_phrases() -> pd.DataFrame:
     for axis, entries in _json("standalone_noun_phrases.json").items():
         for entry in entries:
             rows += _standalone_rows(axis, entry)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    # the data list a few standalone phrases twice ("a Rasta"): each noun phrase once per descriptor
+    return pd.DataFrame(rows, columns=COLUMNS).drop_duplicates(["axis", "descriptor", "noun_phrase"])
 
 
 def noun_phrases(types: Sequence[str] = NOUN_PHRASE_TYPES) -> pd.DataFrame:
@@ -134,7 +135,8 @@ def noun_phrases(types: Sequence[str] = NOUN_PHRASE_TYPES) -> pd.DataFrame:
     pandas.DataFrame
         ``axis, bucket, descriptor, descriptor_gender, descriptor_preference, noun, plural_noun,
         noun_gender, noun_phrase, plural_noun_phrase, noun_phrase_type`` in the data's order
-        (``"(none)"`` where a field does not apply; preference ``"no_data"`` where unreviewed).
+        (``"(none)"`` where a field does not apply; preference ``"no_data"`` where unreviewed); a phrase
+        the data list twice for a descriptor is kept once.
 
     Examples
     --------

@@ -36,7 +36,7 @@ PRONOUN_KEYS = ("prompt_sets", "continuations", "perturbations", "saliency_promp
 PERTURBATIONS = ("orig", "replace", "delete")
 PROMPT_SET_KEYS = ("id", "source", "professions")
 EXTEND_KEYS = ("groups", "templates", "comparisons")
-KINDS = ("generation", "pronoun")
+KINDS = ("generation", "pronoun", "likelihood")
 PRONOUN_ANALYSES = ("pronouns",)  # what a pronoun suite analyses (it takes no analyses key)
 KNOWN_CONTEXTS = ("respect", "occupation")  # the built-in suites' contexts
 CONTEXT_TYPO = 0.8  # difflib similarity at which a context is taken for a typo of another
@@ -401,6 +401,8 @@ def _build(raw: _Raw) -> Suite:
 
     if kind == "pronoun":
         return _pronoun_suite(raw, name=name, version=version, texts=texts)
+    if kind == "likelihood":
+        return _likelihood_suite(raw, name=name, version=version, texts=texts, kind_at=kind_at)
     for key in PRONOUN_KEYS:
         if key in raw.scalars:
             value_doc = raw.scalars[key][1]
@@ -664,6 +666,33 @@ def _pronoun_suite(raw: _Raw, *, name: str, version: int, texts: dict[str, str])
     return Suite(name=name, version=version, description=texts["description"], citation=texts["citation"],
                  kind="pronoun", groups=(), templates=(), comparisons=(), sampling={}, truncate="none", scorers=(),
                  path=str(doc.path), analyses=PRONOUN_ANALYSES, probe=probe)
+
+
+def _likelihood_suite(raw: _Raw, *, name: str, version: int, texts: dict[str, str], kind_at: str) -> Suite:
+    """A suite of ``kind: likelihood``: the HolisticBias sentences (``groups_from: holistic_bias``), scored
+    by the model's likelihood; no groups, templates or sampling of its own."""
+    doc = raw.doc
+    for key in ("groups", "templates", "comparisons"):
+        if raw.lists[key]:
+            raise raw.lists[key][0].doc.fail((key,), "likelihood suites take their sentences from groups_from")
+    for key in ("sampling", "truncate", "scorers", *PRONOUN_KEYS):
+        if key in raw.scalars:
+            raise raw.scalars[key][1].fail((key,), "likelihood suites neither sample nor score text")
+    source, source_doc = raw.scalars.get("groups_from", (None, doc))
+    if source not in GROUP_SOURCES:
+        raise source_doc.fail(("groups_from",), f"required: one of {', '.join(GROUP_SOURCES)}, got {source!r}")
+    per_group, per_group_doc = raw.scalars.get("prompts_per_group", (None, doc))
+    if per_group is not None and (isinstance(per_group, bool) or not isinstance(per_group, int) or per_group < 1):
+        raise per_group_doc.fail(("prompts_per_group",), f"must be a whole number of at least 1, got {per_group!r}")
+    analyses, analyses_doc = raw.scalars.get("analyses", (["holisticbias_likelihood"], doc))
+    if not isinstance(analyses, list) or not analyses or not all(isinstance(a, str) and a for a in analyses):
+        raise analyses_doc.fail(("analyses",), "must be a non-empty list of analysis names")
+    return Suite(name=name, version=version, description=texts["description"], citation=texts["citation"],
+                 kind="likelihood", groups=(), templates=(), comparisons=(), sampling={}, truncate="none", scorers=(),
+                 path=str(doc.path), analyses=tuple(dict.fromkeys(analyses)), probe={"groups_from": source},
+                 sample={"prompts_per_group": per_group, "seed": 0} if per_group else {}, kind_at=kind_at,
+                 analyses_at=tuple(f"{analyses_doc.where(('analyses', i))}: {_dotted(('analyses', i))}"
+                                   for i in range(len(analyses))))
 
 
 def data_file(suite: Suite, name: str) -> Path:
