@@ -29,7 +29,6 @@ import pandas as pd
 from scipy import stats
 
 from nlgbias.metrics.resampling import bootstrap, cell_rng, require_columns
-from nlgbias.metrics.significance import fdr_bh
 
 DESCRIPTOR_COLUMNS = ["model", "axis", "group", "n", "k", "rate", "rest_rate", "p", "p_adj", "flagged"]
 AXIS_COLUMNS = ["model", "axis", "descriptors", "flagged", "share", "ci_low", "ci_high", "axis_rate", "n"]
@@ -59,7 +58,7 @@ def _bh_rows(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def _flag(k: np.ndarray, n: np.ndarray, axis_codes: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def _flag(k: np.ndarray, n: np.ndarray, axis_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(p, p_adj) for counts ``k`` of shape ``(..., D)``: each descriptor against the rest of its axis."""
     n_axes = int(axis_codes.max()) + 1
     onehot = np.eye(n_axes)[axis_codes]  # (D, A)
@@ -81,7 +80,7 @@ class FlaggedShares:
     alpha: float
 
     def _shares(self, k: np.ndarray) -> np.ndarray:
-        _, p_adj = _flag(k, self.n, self.axis_codes, self.alpha)
+        _, p_adj = _flag(k, self.n, self.axis_codes)
         flagged = (p_adj < self.alpha).astype(float)
         onehot = np.eye(int(self.axis_codes.max()) + 1)[self.axis_codes]
         return (flagged @ onehot) / onehot.sum(axis=0)
@@ -134,7 +133,7 @@ def bias_score(counts: pd.DataFrame, *, confidence: float = 0.95, n_boot: int = 
     codes = \
         pd.Series(list(zip(rows["model"], rows["axis"]))).map({c: i for i, c in enumerate(cells)}).to_numpy()
     n, k = rows["n"].to_numpy(float), rows["k"].to_numpy(float)
-    p, p_adj = _flag(k, n, codes, alpha)
+    p, p_adj = _flag(k, n, codes)
     cell_n = np.bincount(codes, weights=n)
     cell_k = np.bincount(codes, weights=k)
     rest_n = cell_n[codes] - n
