@@ -13,7 +13,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from nlgbias.metrics.bias_score import bias_score, one_sided_p
-from nlgbias.metrics.likelihood_bias import likelihood_bias, mann_whitney
+from nlgbias.metrics.likelihood_bias import DescriptorPairs, likelihood_bias, mann_whitney
 from nlgbias.suites import expand_suite, holistic_bias, load_suite
 from nlgbias.suites.loader import hashed
 from nlgbias.suites.sample import with_sample
@@ -71,7 +71,7 @@ def test_holisticbias_regard_prompts():
     suite = load_suite("holisticbias-regard")
     assert len(suite.groups) == 774 and len({g.axis for g in suite.groups}) == 13
     prompts = expand_suite(suite)
-    assert len(prompts) == 7740 and prompts["prompt_id"].is_unique
+    assert len(prompts) == 774 * 3 and prompts["prompt_id"].is_unique
     deaf = next(g for g in suite.groups if g.id == "Deaf")
     assert deaf.variants[:2] == ("The Deaf woman", "The Deaf lady") and len(deaf.variants) == 32
     row = prompts[prompts["group"] == "Deaf"].iloc[0]
@@ -154,6 +154,25 @@ def test_likelihood_bias_shares_pairs():
     assert axes.loc[0, "share"] == pytest.approx(0.4) and axes.loc[0, "highest"].startswith("g0")
     assert axes.loc[0, "ci_low"] <= 0.4 <= axes.loc[0, "ci_high"]
     assert out["descriptors"].set_index("group").loc["g0", "flagged"]
+
+
+def test_descriptor_pairs_share_by_hand():
+    """Three descriptors, one pair (a, b) differs: 1 of 3 pairs.  A replicate that draws a, a, b has
+    ordered pairs of different descriptors a-b twice and b-a twice (4), all differing: share 1; one
+    that draws a, a, c: none differ: 0; one that draws a three times has no pair: NaN."""
+    differ = np.array([[False, True, False], [True, False, False], [False, False, False]])
+    kind = DescriptorPairs(differ)
+    assert kind.estimate() == pytest.approx(1 / 3)
+
+    class Fixed:
+        def __init__(self, draws):
+            self.draws = iter(draws)
+
+        def integers(self, low, high, size):
+            return np.array(next(self.draws))
+
+    got = kind.draw(Fixed([[0, 0, 1], [0, 0, 2], [0, 0, 0]]), 3)
+    assert got[:2].tolist() == [1.0, 0.0] and np.isnan(got[2])
 
 
 # --- end to end -------------------------------------------------------------------------------

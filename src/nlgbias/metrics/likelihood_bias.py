@@ -23,14 +23,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nlgbias.metrics.bias_score import _bh_rows
 from nlgbias.metrics.resampling import Means, bootstrap, cell_rng, require_columns
 from nlgbias.metrics.significance import fdr_bh
 
 PAIR_COLUMNS = ["model", "axis", "group_a", "group_b", "n_a", "n_b", "u", "p", "p_adj", "differ"]
 AXIS_COLUMNS = ["model", "axis", "descriptors", "pairs", "differ", "share", "ci_low", "ci_high", "highest", "lowest"]
 DESCRIPTOR_COLUMNS = ["model", "axis", "group", "n", "mean", "ci_low", "ci_high", "median", "p", "p_adj", "flagged"]
-MAX_SHARE_BOOT = 200  # the share's replicates redo every pairwise test: at most this many
 
 
 def mann_whitney(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -72,44 +70,27 @@ def _padded(values: list[np.ndarray]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class PairShares:
-    """Replicates of each axis's share of differing pairs (see the module): one row of descriptors'
-    values per cell, the pairs of each cell, the level."""
+class DescriptorPairs:
+    """Replicates of one axis's share of differing pairs, resampling its descriptors (see the module).
 
-    cells: list[np.ndarray]  # per (model, axis): (descriptors, width) values, NaN-padded
-    alpha: float
+    ``differ``: the ``(D, D)`` symmetric matrix of the pairs' test results (False on the diagonal).
+    A replicate draws ``D`` descriptors with replacement and takes the share of differing pairs among
+    the pairs of two different descriptors drawn, each pair as often as its two descriptors were drawn.
+    """
 
-    def _shares(self, cells: list[np.ndarray]) -> np.ndarray:
-        """``cells[c]``: ``(b, descriptors, width)``; the share of differing pairs, ``(b, n_cells)``."""
-        ps = []
-        for values in cells:
-            i, j = np.triu_indices(values.shape[1], k=1)
-            ps.append(mann_whitney(values[:, i], values[:, j])[1])
-        adjusted = _bh_rows(np.concatenate(ps, axis=-1))
-        out, start = [], 0
-        for p in ps:
-            width = p.shape[-1]
-            out.append((adjusted[:, start:start + width] < self.alpha).mean(axis=-1) if width else
-                       np.full(adjusted.shape[0], np.nan))
-            start += width
-        return np.stack(out, axis=-1)
+    differ: np.ndarray
 
-    def estimate(self) -> np.ndarray:
-        return self._shares([c[None] for c in self.cells])[0]
+    def estimate(self) -> float:
+        d = len(self.differ)
+        return float(self.differ.sum() / (d * (d - 1))) if d > 1 else float("nan")
 
     def draw(self, rng: np.random.Generator, n_boot: int) -> np.ndarray:
-        out = np.empty((n_boot, len(self.cells)))
-        for b in range(n_boot):
-            drawn = []
-            for values in self.cells:
-                rows = []
-                for row in values:
-                    real = row[~np.isnan(row)]
-                    rows.append(np.concatenate([rng.choice(real, size=len(real)),
-                                                np.full(len(row) - len(real), np.nan)]))
-                drawn.append(np.array(rows)[None])
-            out[b] = self._shares(drawn)[0]
-        return out
+        d = len(self.differ)
+        counts = np.stack([np.bincount(rng.integers(0, d, size=d), minlength=d) for _ in range(n_boot)]).astype(float)
+        num = np.einsum("bi,ij,bj->b", counts, self.differ.astype(float), counts)
+        den = counts.sum(axis=1) ** 2 - (counts ** 2).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num / den, np.nan)
 
 
 def likelihood_bias(values: pd.DataFrame, *, confidence: float = 0.95, n_boot: int = 2000,
@@ -123,7 +104,7 @@ def likelihood_bias(values: pd.DataFrame, *, confidence: float = 0.95, n_boot: i
     confidence : float
         Tests at ``1 - confidence``; ``confidence`` intervals.
     n_boot : int
-        Bootstrap replicates (the share's: at most :data:`MAX_SHARE_BOOT`).
+        Bootstrap replicates.
     seed : int
         The run seed.
 
@@ -148,12 +129,11 @@ def likelihood_bias(values: pd.DataFrame, *, confidence: float = 0.95, n_boot: i
     require_columns(values, ["model", "axis", "group", "logprob"], "likelihood_bias", "values")
     alpha = 1 - confidence
     table = values.dropna(subset=["logprob"]).sort_values(["model", "axis", "group"], kind="mergesort")
-    pair_frames, descriptor_rows, cells, keys = [], [], [], []
+    pair_frames, descriptor_rows, keys = [], [], []
     for (model, axis), part in table.groupby(["model", "axis"], sort=False):
         groups = list(dict.fromkeys(part["group"]))
         samples = [part.loc[part["group"] == g, "logprob"].to_numpy(float) for g in groups]
         padded = _padded(samples)
-        cells.append(padded)
         keys.append((model, axis))
         i, j = np.triu_indices(len(groups), k=1)
         u, p = mann_whitney(padded[i], padded[j]) if len(i) else (np.empty(0), np.empty(0))
@@ -177,22 +157,27 @@ def likelihood_bias(values: pd.DataFrame, *, confidence: float = 0.95, n_boot: i
     descriptors = pd.DataFrame(descriptor_rows)
     descriptors["p_adj"] = fdr_bh(descriptors["p"])
     descriptors["flagged"] = descriptors["p_adj"] < alpha
-    boot = bootstrap(PairShares(cells, alpha), rng=cell_rng(seed, "likelihood_bias"),
-                     n_boot=min(n_boot, MAX_SHARE_BOOT), confidence=confidence, skip_nan=True)
     axis_rows = []
-    for c, (model, axis) in enumerate(keys):
+    for model, axis in keys:
         mine = pairs[(pairs["model"] == model) & (pairs["axis"] == axis)]
+        names = list(dict.fromkeys([*mine["group_a"], *mine["group_b"]]))
+        index = {g: i for i, g in enumerate(names)}
+        differ = np.zeros((len(names), len(names)), dtype=bool)
+        a, b = mine["group_a"].map(index).to_numpy(int), mine["group_b"].map(index).to_numpy(int)
+        differ[a, b] = differ[b, a] = mine["differ"].to_numpy(bool)
+        boot = bootstrap(DescriptorPairs(differ), rng=cell_rng(seed, "likelihood_bias", model, axis), n_boot=n_boot,
+                         confidence=confidence, skip_nan=True)
         ranked = descriptors[(descriptors["model"] == model) & (descriptors["axis"] == axis)].sort_values(
             "mean", ascending=False, kind="mergesort")
         axis_rows.append({"model": model, "axis": axis, "descriptors": len(ranked), "pairs": len(mine),
                           "differ": int(mine["differ"].sum()),
                           "share": float(mine["differ"].mean()) if len(mine) else np.nan,
-                          "ci_low": float(np.asarray(boot.low)[c]) if n_boot else np.nan,
-                          "ci_high": float(np.asarray(boot.high)[c]) if n_boot else np.nan,
+                          "ci_low": float(boot.low) if n_boot and len(mine) else np.nan,
+                          "ci_high": float(boot.high) if n_boot and len(mine) else np.nan,
                           "highest": ", ".join(ranked["group"].head(3)), "lowest": ", ".join(ranked["group"].tail(3)[::-1])})
     return {"pairs": pairs[PAIR_COLUMNS], "axes": pd.DataFrame(axis_rows, columns=AXIS_COLUMNS),
             "descriptors": descriptors[DESCRIPTOR_COLUMNS]}
 
 
-__all__ = ["AXIS_COLUMNS", "DESCRIPTOR_COLUMNS", "MAX_SHARE_BOOT", "PAIR_COLUMNS", "PairShares", "likelihood_bias",
+__all__ = ["AXIS_COLUMNS", "DESCRIPTOR_COLUMNS", "DescriptorPairs", "PAIR_COLUMNS", "likelihood_bias",
            "mann_whitney"]

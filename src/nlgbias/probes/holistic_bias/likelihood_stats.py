@@ -20,7 +20,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from nlgbias.analyses.base import Analysis, AnalysisOptions, RunTables
-from nlgbias.metrics.likelihood_bias import MAX_SHARE_BOOT, likelihood_bias
+from nlgbias.metrics.likelihood_bias import likelihood_bias
 from nlgbias.metrics.results import Results
 from nlgbias.report.dotplot import dot_plot
 from nlgbias.report.sections import records
@@ -36,8 +36,8 @@ def compute(tables: RunTables, options: AnalysisOptions) -> Results:
         "test": "two-sided Mann-Whitney U (normal approximation with tie and continuity corrections)",
         "correction": f"Benjamini-Hochberg over all {len(out['pairs'])} descriptor pairs of the run",
         "level": round(1 - options.confidence, 6),
-        "interval": f"bootstrap percentile interval; the share's {min(options.n_boot, MAX_SHARE_BOOT)} replicates "
-                    f"resample every descriptor's sentences and redo every pairwise test"}}
+        "interval": "bootstrap percentile intervals: a descriptor's mean resamples its sentences; the share "
+                    "resamples the axis's descriptors, each pair's test result held"}}
     return Results({"likelihood_axes": out["axes"], "likelihood_descriptors": out["descriptors"],
                     "likelihood_pairs": out["pairs"]}, meta)
 
