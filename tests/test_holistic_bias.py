@@ -191,6 +191,12 @@ def test_holisticbias_regard_runs(tmp_path):
     assert "HolisticBiasR" in html and "<details>" in html and 'class="dot-row' in html
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["suite"]["resolved"]["sample"] == {"prompts_per_group": 2, "seed": 3}
+    from nlgbias.analyses import report_sections
+    from nlgbias.report.export import export_run
+
+    written = [p.name for p in export_run(tmp_path / "run", ["svg"], sections=report_sections())]
+    charts = [name for name in written if name.startswith("holisticbias-regard-")]
+    assert len(charts) == 2 and any("biasscore-per-axis" in name for name in charts)  # summary + the one axis
 
 
 def test_holisticbias_likelihood_runs(tmp_path):

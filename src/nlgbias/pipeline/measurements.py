@@ -93,7 +93,7 @@ def measurement_for(suite: Suite) -> Measurement:
     Raises
     ------
     SuiteError
-        ``<file>: kind: unknown kind 'x'; did you mean ...? available: generation, pronoun``.
+        ``<file>: kind: unknown kind 'x'; did you mean ...? available: generation, pronoun, likelihood``.
     """
     if suite.kind not in MEASUREMENTS:
         how = ("load the module that registers it with --plugin MODULE" if command_line() else
