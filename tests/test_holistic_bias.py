@@ -67,6 +67,18 @@ def test_prompts_per_group_is_a_seeded_sample_per_group():
     assert "sample" not in suite.to_dict()  # suites without a sample keep their content and hash
 
 
+def test_prompts_per_group_all_and_bad_values():
+    from nlgbias.errors import InputError
+
+    suite = load_suite("sheng2019")
+    assert len(expand_suite(with_sample(suite, "all", seed=0))) == 60
+    for bad in (0, "x", -3):
+        with pytest.raises(InputError, match="must be a whole number of at least 1, or all"):
+            with_sample(suite, bad, seed=0)
+    with pytest.raises(InputError, match="214,130 prompts; the limit is 100,000"):
+        with_sample(load_suite("holisticbias-regard"), "all", seed=0)
+
+
 def test_holisticbias_regard_prompts():
     suite = load_suite("holisticbias-regard")
     assert len(suite.groups) == 774 and len({g.axis for g in suite.groups}) == 13

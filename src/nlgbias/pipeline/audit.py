@@ -116,7 +116,7 @@ class RunConfig:
                scorers: Sequence[str] | None = None, backend_options: BackendOptions | None = None,
                n_boot: int = 2000, confidence: float = 0.95, min_n: int = 30,
                bls_mapping: str | Path | None = None, until_mde: float | None = None,
-               max_samples: int | None = None, prompts_per_group: int | None = None) -> RunConfig:
+               max_samples: int | None = None, prompts_per_group: int | str | None = None) -> RunConfig:
         """Check the options of :func:`run` (one-line :class:`InputError` on the first bad one) and resolve them."""
         options = backend_options or BackendOptions()
         check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
@@ -218,7 +218,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         min_n: int = 30, quiet: bool = False, command: Sequence[str] | None = None,
         bls_mapping: str | Path | None = None, force: bool = False, until_mde: float | None = None,
         max_samples: int | None = None, ray: RayOptions | None = None,
-        prompts_per_group: int | None = None) -> RunResult:
+        prompts_per_group: int | str | None = None) -> RunResult:
     """Run (or resume, or rebuild) an audit and write its outputs to ``out``.
 
     Parameters
@@ -261,9 +261,9 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     ray : RayOptions, optional
         Generate the missing batches, and score, on a pool of Ray actors
         (:mod:`nlgbias.pipeline.distributed`); the samples are the same as without Ray.
-    prompts_per_group : int, optional
-        A seeded sample of this many prompts per group, drawn by ``seed`` (:mod:`nlgbias.suites.sample`);
-        default: the suite's own ``prompts_per_group``, else every prompt.
+    prompts_per_group : int or "all", optional
+        A seeded sample of this many prompts per group, drawn by ``seed`` (:mod:`nlgbias.suites.sample`),
+        or ``"all"``; default: the suite's own ``prompts_per_group``, else every prompt.
 
     Returns
     -------
