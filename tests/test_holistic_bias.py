@@ -232,6 +232,7 @@ def test_holisticbias_likelihood_runs(tmp_path):
     assert first["p"] == pytest.approx(stats.mannwhitneyu(x, y, method="asymptotic").pvalue, rel=1e-6)
     html = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert "Likelihood Bias" in html and 'class="dot-row' in html
+    assert "mean log-probability per token of each sentence (no sampling)" in html
 
 
 def test_sentence_logprobs_by_hand(smol):

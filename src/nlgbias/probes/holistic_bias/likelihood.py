@@ -130,7 +130,8 @@ class SentenceLikelihood:
         return {"statistics": {"n_boot": config.n_boot, "confidence": config.confidence, "seed": config.seed}}
 
     def manifest(self, config) -> dict:
-        return {"sampled": False, "batch_size": config.batch_size, "seed": config.seed, "device": config.options.device,
+        return {"sampled": False, "measured": "mean log-probability per token of each sentence (no sampling), float64",
+                "batch_size": config.batch_size, "seed": config.seed, "device": config.options.device,
                 "logprob_dtype": "float64", "truncate": None, "prompts_per_group": config.suite.sample.get(
                     "prompts_per_group")}
 
