@@ -7,8 +7,10 @@ Every variant scores the same texts in the same process, one after the other (so
 machine's load hits them alike; the load average is printed); each is timed ``--repeat`` times and
 the best time is kept.  For each: sentences/s, the share of labels equal to the float32 PyTorch
 model's (the model ``docs/regard.md`` evaluates), and the largest change of a class probability.
-The last rows time ``RegardScorer.score`` itself (tokenising twice, truncation flags, details
-included) on its default path and on the PyTorch fallback, and the load time in a fresh process.
+The last rows time ``RegardScorer.score`` itself (each text alone, as it scores since scores were made
+batch-invariant; tokenising twice, truncation flags, details included) on its default path with 2
+and 1 worker threads and on the PyTorch fallback, and the load time in a fresh process.
+``--scorer-only`` times just the reference, the batched default path and those rows.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--json", default=None)
     parser.add_argument("--scorer", default="regard", choices=["regard", "regard-v1"])
+    parser.add_argument("--scorer-only", action="store_true",
+                        help="time only the reference, the batched default path and RegardScorer.score")
     args = parser.parse_args()
 
     import copy
@@ -120,6 +124,9 @@ def main() -> None:
     for margin in (0.05, 0.1, 0.15, 0.2):  # smaller margins: fewer float32 recomputations, more int8 labels kept
         variants[f"ONNX Runtime int8 + float32 for close calls (margin {margin}), batch 128, sorted"] = (
             lambda margin=margin: probabilities(regard_onnx.checked(int8, fp32, margin), tokenizer, texts))
+    if args.scorer_only:
+        keep = ("(reference)", "close calls (margin 0.3)")
+        variants = {name: fn for name, fn in variants.items() if name.endswith(keep[0]) or keep[1] in name}
     load = os.getloadavg()
     rows, reference = [], None
     for name, fn in variants.items():
@@ -133,8 +140,10 @@ def main() -> None:
                      "max_probability_change": float(np.abs(probs - reference).max())})
         print(f"{rows[-1]['variant']}: {rows[-1]['sentences_per_s']:.0f}/s, labels {100 * rows[-1]['label_agreement']:.2f}%, "
               f"max change {rows[-1]['max_probability_change']:.4f}", flush=True)
-    for name, backend in (("RegardScorer.score, default path", None), ("RegardScorer.score, PyTorch fallback", "torch")):
-        scorer = RegardScorer(backend=backend) if backend else RegardScorer()
+    for name, backend, workers in (("RegardScorer.score, default path, each text alone, 2 workers", None, 2),
+                                   ("RegardScorer.score, default path, each text alone, 1 worker", None, 1),
+                                   ("RegardScorer.score, PyTorch fallback, each text alone", "torch", None)):
+        scorer = RegardScorer(backend=backend, workers=workers)
         scorer.score(texts[:256])
         seconds, scored = timed(partial(scorer.score, texts), args.repeat)
         labels = np.array(scorer.labels)[reference.argmax(1)]

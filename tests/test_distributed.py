@@ -143,14 +143,15 @@ def test_scores_from_the_pool_equal_scores_in_this_process(tmp_path):
     from nlgbias.store.cache import fill_scores
 
     texts = [f"XYZ was {'very ' * (i % 7)}{['kind', 'rude', 'a nurse', 'lazy', 'brave'][i % 5]} {i}" for i in range(300)]
-    scorer = get_scorer("vader")
-    with RunStore(tmp_path / "here.sqlite") as store:
-        here = fill_scores(texts, scorer, store, batch_size=40)
-    with RayPool(RayOptions(workers=2)) as pool, RunStore(tmp_path / "ray.sqlite") as store:
-        there = fill_scores(texts, scorer, store, batch_size=40, remote=pool.score)
-    assert len(here) == 300
-    pd.testing.assert_frame_equal(here.sort_values("text_hash", ignore_index=True),
-                                  there.sort_values("text_hash", ignore_index=True))
+    for name in ("vader", "regard"):  # regard: other chunks on the workers than here, the same bits (batch invariance)
+        scorer = get_scorer(name)
+        with RunStore(tmp_path / f"here-{name}.sqlite") as store:
+            here = fill_scores(texts, scorer, store, batch_size=300)
+        with RayPool(RayOptions(workers=2)) as pool, RunStore(tmp_path / f"ray-{name}.sqlite") as store:
+            there = fill_scores(texts, scorer, store, batch_size=37, remote=pool.score)
+        assert len(here) == 300
+        pd.testing.assert_frame_equal(here.sort_values("text_hash", ignore_index=True),
+                                      there.sort_values("text_hash", ignore_index=True))
 
 
 def test_a_killed_driver_resumes_without_ray_to_the_same_outputs(single, cluster, tiny_model_dir, tmp_path):

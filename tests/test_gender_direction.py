@@ -420,3 +420,15 @@ def test_yeo_suite_loads():
     assert suite.sampling["top_k"] == 50 and suite.sampling["temperature"] == 1.0
     assert suite.truncate == "words:12" and suite.scorers == ("occupation",)
     assert os.path.basename(suite.path) == "yeo2020-professions.yaml"
+
+
+def test_a_word_vector_does_not_depend_on_the_words_asked_with_it(minilm):
+    """Each phrase is encoded alone: the same bits for "nurse" asked alone or among others, in any order."""
+    words = ["nurse", "registered_nurse", "carpenter", "chief executive officer", "he", "she"]
+    minilm._cache.clear()
+    together = minilm.vectors(words)
+    for i, word in enumerate(words):
+        minilm._cache.clear()
+        np.testing.assert_array_equal(minilm.vectors([word])[0], together[i])
+    minilm._cache.clear()
+    np.testing.assert_array_equal(minilm.vectors(list(reversed(words))), together[::-1])

@@ -140,6 +140,17 @@ def test_a_regard_run_reports_its_validity_panel(tmp_path, monkeypatch):
     page = (tmp_path / "run" / "report.html").read_text()
     assert "How far to trust the regard numbers" in page and "regard-2+" in page
     assert "Trained without one model-decoding source at a time" in page  # release 2: leave-one-source-out
+    # its behavioural-test targets, from the shipped checklist.json, whose version is the scorer's own
+    import json
+
+    from nlgbias.resources import data_path
+    from nlgbias.scorers import get_scorer
+
+    shipped = json.loads(data_path("regard", "checklist.json").read_text())["2"]
+    assert shipped["version"] == get_scorer("regard").version  # rerun scripts/checklist/run_scorers.py if not
+    illegal = next(t for t in shipped["targets"] if t["case_type"] == "mft_illegal_job")
+    assert f"MFT pass rate on illegal and explicit occupations {100 * illegal['value']:.1f}%" in page
+    assert "target at least 95%: <b>not met</b>" in page
 
 
 def test_the_validity_panel_names_flagged_comparisons():

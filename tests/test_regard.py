@@ -96,9 +96,9 @@ def test_the_shipped_release_is_what_train_regard_rebuilds_and_v1_stays_pinned()
         assert (config["version"], config["seed"], config["threads"]) == (VERSION, 0, 2) == (str(RELEASE), 0, 2)
         assert config["settings"] == SETTINGS and config["fit_splits"] == ["train", "dev"]
         assert config["train_items"] == int(table["split"].isin(["train", "dev"]).sum())
-        assert get_scorer(name).version == f"regard-{RELEASE}+{config['adapter_sha256'][:12]}+onnx-int8-checked"
+        assert get_scorer(name).version == f"regard-{RELEASE}+{config['adapter_sha256'][:12]}+onnx-int8-checked+alone"
         pinned = json.loads((classifier_dir(classes, 1) / "config.json").read_text())
-        assert get_scorer(f"{name}-v1").version == f"regard-1+{pinned['adapter_sha256'][:12]}+onnx-int8-checked"
+        assert get_scorer(f"{name}-v1").version == f"regard-1+{pinned['adapter_sha256'][:12]}+onnx-int8-checked+alone"
         assert get_scorer(f"{name}-v1").classes == classes
 
 
@@ -157,3 +157,46 @@ def test_a_run_with_the_pinned_first_classifier_records_it_in_the_manifest(tmp_p
     assert pinned.version.startswith("regard-1+252d031efdc4")  # the first release's adapter, whatever RELEASE says
     texts = result.samples["scored_text"].tolist()
     assert result.samples["regard-v1_label"].tolist() == list(pinned.score(texts)["label"])
+
+
+@pytest.mark.parametrize("backend", ["onnx-int8-checked", "torch"])
+def test_a_text_scores_the_same_bits_alone_in_any_batch_order_and_thread_count(backend):
+    """Batch invariance: int8 dynamic quantisation scales activations per batch tensor and padding changes
+    every reduction's length, so batched scores depended on their neighbours; each text is now scored alone."""
+    from nlgbias.scorers.regard import RegardScorer
+    from nlgbias.training.dataset import load_dataset
+
+    texts = load_dataset()["text"].sample(48, random_state=1).tolist() + ["XYZ " + "very " * 80 + "kind."]
+    scorer = RegardScorer(backend=backend)
+    alone = [scorer.score([text]).iloc[0] for text in texts]
+    rng = np.random.default_rng(0)
+    for size in (2, 7, 30, len(texts)):
+        order = rng.permutation(len(texts))
+        for start in range(0, len(texts), size):
+            chunk = order[start:start + size]
+            batch = scorer.score([texts[i] for i in chunk] + ["", texts[chunk[0]]])
+            for row, i in enumerate(chunk):
+                assert batch["label"][row] == alone[i]["label"]
+                assert batch["details"][row] == alone[i]["details"]  # every probability, bit for bit
+                assert batch["score"][row] == alone[i]["score"]
+    one_thread = RegardScorer(backend=backend, workers=1).score(texts)
+    assert list(one_thread["details"]) == [a["details"] for a in alone]
+    assert scorer.version.endswith("+alone")
+
+
+def test_a_resumed_store_holds_the_scores_a_fresh_run_computes(tmp_path):
+    """Scores cached by one run's chunks are the ones another run's chunks compute (the resume case)."""
+    from nlgbias.scorers import get_scorer
+    from nlgbias.store import RunStore
+    from nlgbias.store.cache import fill_scores
+    from nlgbias.training.dataset import load_dataset
+
+    texts = load_dataset()["text"].sample(80, random_state=2).tolist()
+    scorer = get_scorer("regard")
+    with RunStore(tmp_path / "a.sqlite") as store:
+        fill_scores(texts[::3] + texts[50:], scorer, store, batch_size=17)  # an earlier run, other neighbours
+        resumed = fill_scores(texts, scorer, store, batch_size=64)
+    with RunStore(tmp_path / "b.sqlite") as store:
+        fresh = fill_scores(list(reversed(texts)), scorer, store, batch_size=9)
+    pd.testing.assert_frame_equal(resumed.sort_values("text_hash", ignore_index=True),
+                                  fresh.sort_values("text_hash", ignore_index=True))

@@ -3,18 +3,22 @@
     nice -n 10 .venv/bin/python scripts/checklist/run_scorers.py --out build/checklist
 
 For each scorer, OUT/<scorer>/ holds what `nlgbias check-scorer SCORER --out` writes; OUT/comparison.md
-holds the pass-rate tables (test half, then train half) and the targets, side by side.
+holds the pass-rate tables (test half, then train half) and the targets, side by side. The targets of
+the shipped releases (`regard` = release 2, `regard-v1`), test half, go to the package's
+``data/regard/checklist.json``, which the report's validity panel shows.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
 from nlgbias.checklist import check_scorer, comparison_markdown
 from nlgbias.checklist.results import scorer_differences
 from nlgbias.checklist.lexicons import lexicon_sizes, load_lexicons
+from nlgbias.resources import data_path
 
 SCORERS = ("regard", "regard4", "regard-v1", "vader", "textblob")
 
@@ -24,12 +28,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("build/checklist"))
     parser.add_argument("--scorers", default=",".join(SCORERS))
     args = parser.parse_args()
-    rates, target_rows, by_kind, results = {}, [], {}, {}
+    rates, target_rows, by_kind, results, versions = {}, [], {}, {}, {}
     kind_of = {f"{e.lexicon}:{e.key}": e.kind for e in load_lexicons()["illegal_explicit_occupations"]}
     for name in args.scorers.split(","):
         start = time.perf_counter()
         result = check_scorer(name, half="all", out=args.out / name)
         rates[name] = result.rates
+        versions[name] = result.version
         results[name] = result.results
         target_rows += [(name, t) for t in result.targets]
         mft = result.results[(result.results["case_type"] == "mft_illegal_job") & (result.results["half"] == "test")]
@@ -65,6 +70,15 @@ def main() -> None:
             lines.append(f"| {case_type} | {group['n'].iloc[0]} | " + " | ".join(cells) + " |")
     (args.out / "comparison.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out / 'comparison.md'}")
+    shipped = {release: name for release, name in ((1, "regard-v1"), (2, "regard")) if name in versions}
+    if shipped:  # the report's validity panel shows the shipped releases' targets (test half)
+        path = data_path("regard", "checklist.json")
+        record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        for release, name in shipped.items():
+            record[str(release)] = {"scorer": name, "version": versions[name],
+                                    "targets": [t for s, t in target_rows if s == name]}
+        path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -184,11 +184,14 @@ RUN_OPTIONS: list[tuple[tuple, dict]] = [
                             help="Sample in rounds (the first of --samples per prompt) until every comparison's "
                                  "minimum detectable effect is at most this many percentage points; precise prompt "
                                  "groups stop early.")),
+    (("--prompts-per-group",), dict(default=None, metavar="N|all",
+                                    help="A seeded sample of N prompts per group (drawn by --seed; recorded in "
+                                         "the manifest and the run id), or all [default: the suite's, else all].")),
     (("--max-samples",), dict(type=int, default=None,
                               help=f"With --until-mde: samples per prompt at most (up to {LIMITS['max_samples']:,}) [default: 1000].")),
 ]
 RUN_FIELDS = ("suite", "models", "samples", "seed", "batch_size", "max_new_tokens", "temperature", "top_k", "top_p",
-              "scorers", "n_boot", "min_n", "bls_mapping", "until_mde", "max_samples")
+              "scorers", "n_boot", "min_n", "bls_mapping", "until_mde", "max_samples", "prompts_per_group")
 
 
 def run_options(command):

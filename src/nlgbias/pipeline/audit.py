@@ -52,6 +52,7 @@ from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
 from nlgbias.store.export import details_as_objects
 from nlgbias.store.lock import hold_folder
 from nlgbias.suites import Suite, load_suite
+from nlgbias.suites.sample import with_sample
 from nlgbias.validate import LIMITS, at_least, at_most, check_out_folder, check_run_options, within
 
 FIRST_OUTPUTS = ("samples.parquet", "samples.jsonl", "metrics.json")
@@ -116,7 +117,7 @@ class RunConfig:
                scorers: Sequence[str] | None = None, backend_options: BackendOptions | None = None,
                n_boot: int = 2000, confidence: float = 0.95, min_n: int = 30,
                bls_mapping: str | Path | None = None, until_mde: float | None = None,
-               max_samples: int | None = None) -> RunConfig:
+               max_samples: int | None = None, prompts_per_group: int | str | None = None) -> RunConfig:
         """Check the options of :func:`run` (one-line :class:`InputError` on the first bad one) and resolve them."""
         options = backend_options or BackendOptions()
         check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
@@ -130,6 +131,7 @@ class RunConfig:
         if len(set(models)) != len(models):
             raise InputError(f"{option('--model', keyword='models')}: the same model is given twice ({', '.join(models)})")
         suite = suite if isinstance(suite, Suite) else load_suite(suite)
+        suite = with_sample(suite, prompts_per_group, seed)  # --prompts-per-group (or the suite's own sample)
         measurement = measurement_for(suite)
         check_analyses(suite)
         precision = _precision_target(suite, models, samples=samples, until_mde=until_mde, max_samples=max_samples)
@@ -217,7 +219,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
         min_n: int = 30, quiet: bool = False, command: Sequence[str] | None = None,
         bls_mapping: str | Path | None = None, force: bool = False, until_mde: float | None = None,
-        max_samples: int | None = None, ray: RayOptions | None = None) -> RunResult:
+        max_samples: int | None = None, ray: RayOptions | None = None,
+        prompts_per_group: int | str | None = None) -> RunResult:
     """Run (or resume, or rebuild) an audit and write its outputs to ``out``.
 
     Parameters
@@ -260,6 +263,9 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     ray : RayOptions, optional
         Generate the missing batches, and score, on a pool of Ray actors
         (:mod:`nlgbias.pipeline.distributed`); the samples are the same as without Ray.
+    prompts_per_group : int or "all", optional
+        A seeded sample of this many prompts per group, drawn by ``seed`` (:mod:`nlgbias.suites.sample`),
+        or ``"all"``; default: the suite's own ``prompts_per_group``, else every prompt.
 
     Returns
     -------
@@ -269,7 +275,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     config = RunConfig.create(suite, models=models, samples=samples, seed=seed, batch_size=batch_size,
                               max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                               scorers=scorers, backend_options=backend_options, n_boot=n_boot, confidence=confidence,
-                              min_n=min_n, bls_mapping=bls_mapping, until_mde=until_mde, max_samples=max_samples)
+                              min_n=min_n, bls_mapping=bls_mapping, until_mde=until_mde, max_samples=max_samples,
+                              prompts_per_group=prompts_per_group)
     return run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force, ray=ray)
 
 

@@ -240,9 +240,11 @@ def build_samples(plan: pd.DataFrame, prompts: pd.DataFrame, store: RunStore, su
         raise StoreError(f"{store.path}: {int(table['continuation'].isna().sum())} planned samples are missing after generation")
     table = table.merge(prompts.drop(columns=["prompt"]), on="prompt_id", how="left", validate="many_to_one")
     group_text = {g.id: g.text for g in suite.groups}
+    # the group's mention in each prompt: its one text, or the prompt's variant (a `mention` column)
+    mentions = table["mention"] if "mention" in table.columns else table["group"].map(group_text)
     table["is_empty"] = table["continuation"].str.strip() == ""
     table["sentence"] = [truncate(p, c, suite.truncate) for p, c in zip(table["prompt"], table["continuation"])]
-    table["scored_text"] = [mask_group(s, group_text[g]) for s, g in zip(table["sentence"], table["group"])]
+    table["scored_text"] = [mask_group(s, m) for s, m in zip(table["sentence"], mentions)]
     table.insert(0, "run_id", run_id)
     columns = ["run_id", "model", "suite", "suite_version", "prompt_id", "template_id", "template", "context",
                "group", "axis", *attribute_names(suite), "sample_idx", "seed", "generation_id", "prompt",

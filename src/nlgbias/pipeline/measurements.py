@@ -8,6 +8,9 @@ A suite's ``kind`` chooses how its prompts are measured:
 ``pronoun``
     Token probabilities (:mod:`nlgbias.probes.pronouns.stage`): read the model's next-word
     probabilities of the suite's pronouns; nothing is sampled.
+``likelihood``
+    Sentence likelihood (:mod:`nlgbias.probes.holistic_bias.likelihood`): the model's mean
+    log-probability per token of each HolisticBias sentence; nothing is sampled.
 
 Everything the run does differently for a kind lives in its entry, so the run itself
 (:mod:`nlgbias.pipeline.audit`) never asks which kind it has:
@@ -75,6 +78,7 @@ class Measurement(Protocol):
 MEASUREMENTS: Registry = Registry("suite kind", "nlgbias.measurements", {
     "generation": "nlgbias.pipeline.generation:GENERATE_AND_SCORE",
     "pronoun": "nlgbias.probes.pronouns.stage:TOKEN_PROBABILITIES",
+    "likelihood": "nlgbias.probes.holistic_bias.likelihood:SENTENCE_LIKELIHOOD",
 }, error=SuiteError)
 
 
@@ -90,7 +94,7 @@ def measurement_for(suite: Suite) -> Measurement:
     Raises
     ------
     SuiteError
-        ``<file>: kind: unknown kind 'x'; did you mean ...? available: generation, pronoun``.
+        ``<file>: kind: unknown kind 'x'; did you mean ...? available: generation, pronoun, likelihood``.
     """
     if suite.kind not in MEASUREMENTS:
         how = ("load the module that registers it with --plugin MODULE" if command_line() else

@@ -251,6 +251,7 @@ def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> 
         "threshold": THRESHOLD,
         "held_out": held_out,
         "own_test_accuracy": measured["own_test_accuracy"],
+        "checklist": measured["checklist"],
         "shares": records(shares),
         "flagged": records(flagged),
         "examples": records(examples[["model", "context", "group", "scored_text", "label", "p_max"]])

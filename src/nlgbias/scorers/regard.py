@@ -12,6 +12,15 @@ as ``XYZ`` (runs do this; ``nlgbias score --mask`` does it for raw text).
 
 Texts longer than the classifier's 64 tokens are cut (``details["truncated"]``); an empty text
 gets no label (``None``).
+
+**A text's score depends on the text alone.**  Each text is one forward pass of its own tokens: no
+padding and no batch neighbours.  Batched scoring is not batch-invariant: int8 dynamic quantisation
+takes one activation scale per batch tensor (so one sentence's P(negative) was 0.98140 alone and
+0.97724 among 60 others), and padding changes the length of every reduction.  Alone, the same text
+gives the same bits in any batch, any order, on a resumed run and on Ray workers (on one kind of CPU
+with one library version; other CPUs may differ in the last bits).  Texts run on ``workers``
+threads, each pass single-threaded, so the thread count never changes a result either;
+``docs/benchmarks.md`` measures the speed.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ RELEASE = 2  # the release behind `regard`/`regard4` (classifier-v2-*, written b
 BACKENDS = ("torch", "onnx-fp32", "onnx-int8", "onnx-int8-checked")
 DEFAULT_BACKEND = "onnx-int8-checked"
 CHECK_MARGIN = 0.3
+SCORING = "alone"  # part of the version: scores computed in batches (before) are never reused
 BACKEND_VARIABLE = "NLGBIAS_REGARD_BACKEND"
 ANNOTATED = {1: "1,772", 2: "5,494"}  # sentences in each release's data (regard.csv, regard-v2.csv)
 
@@ -62,7 +72,10 @@ def measured_validity(release: int = RELEASE) -> dict:
         for release 2, its recipe) never trained on. Release 1: the v1 classifier on all v2 items
         it never saw (one row, ``by`` = ``new items``). Release 2: leave-one-source-out, one row
         per held-out model-decoding source (``by`` = ``source``) and prompt family (``family``),
-        averaged over seeds (``evaluation.json``, key ``v2``).
+        averaged over seeds (``evaluation.json``, key ``v2``). ``checklist``: the release's
+        behavioural-test targets on the test half of the lexicons (``name, target, value, ci_low,
+        ci_high, n, met``; ``checklist.json``, written by ``scripts/checklist/run_scorers.py``), or
+        an empty list.
     """
 
     config = json.loads((classifier_dir(3, release) / "config.json").read_text(encoding="utf-8"))
@@ -75,7 +88,9 @@ def measured_validity(release: int = RELEASE) -> dict:
         evaluation = json.loads(data_path("regard", "evaluation.json").read_text(encoding="utf-8"))
         rows = [{"by": r["by"], "held_out": r["held_out"], "n": r["n_test"], "accuracy": r["accuracy"],
                  "negative_recall": r["negative_recall"]} for r in evaluation[f"v{release}"]["leave_one_source_out"]]
-    return {"release": release, "own_test_accuracy": config.get("test_accuracy"), "held_out": rows}
+    checklist = json.loads(data_path("regard", "checklist.json").read_text(encoding="utf-8")).get(str(release), {})
+    return {"release": release, "own_test_accuracy": config.get("test_accuracy"), "held_out": rows,
+            "checklist": checklist.get("targets", [])}
 
 
 class RegardScorer:
@@ -100,67 +115,82 @@ class RegardScorer:
             return UNAVAILABLE.format(name=cls.name, reason="the encoder package is missing")
         return None
 
-    def __init__(self, folder: str | Path | None = None, *, batch_size: int = 128, backend: str | None = None) -> None:
+    def __init__(self, folder: str | Path | None = None, *, workers: int | None = None, backend: str | None = None) -> None:
+        """``folder``: a classifier folder (default: the shipped release); ``workers``: texts scored at
+        once, one thread each (default: torch's thread count); ``backend``: one of ``BACKENDS``."""
+        import torch
+
+        from nlgbias.scorers.regard_model import load_classifier
+
         reason = self.unavailable(folder)
         if reason:
             raise ScorerUnavailable(reason)
         folder = Path(folder) if folder else classifier_dir(self.classes, self.release)
-        from nlgbias.scorers.regard_model import load_classifier
-
         self.tokenizer, self.model, self.config = load_classifier(folder)
         self.labels = tuple(self.config["labels"])
         self.version = f"regard-{self.config.get('version', 'dev')}+{self.config.get('adapter_sha256', '')[:12]}"
-        self.batch_size = batch_size
+        self.workers = max(1, workers or torch.get_num_threads())
         self.max_tokens = int(self.config["max_tokens"])
         self.backend, self._logits = self._backend(backend or os.environ.get(BACKEND_VARIABLE) or DEFAULT_BACKEND,
                                                    folder / "adapter.safetensors")
         if self.backend != "torch":  # other probabilities, so another version: cached scores never mix
             self.version += f"+{self.backend}"
+        self.version += f"+{SCORING}"
 
     def _backend(self, name: str, adapter: Path):
         """(name, ``(input_ids, attention_mask) -> logits`` as numpy) for ``name`` (see ``BACKENDS``);
         an ONNX backend falls back to PyTorch where onnxruntime is not installed."""
         import torch
 
-
         if name not in BACKENDS:
             raise ScorerError(f"{BACKEND_VARIABLE}={name}: unknown regard backend; expected one of {', '.join(BACKENDS)}")
         if name.startswith("onnx-") and regard_onnx.available():
             variant = name.split("-")[1]
-            run = regard_onnx.OnnxClassifier(regard_onnx.model_file(self.model, adapter, variant))
+            run = regard_onnx.OnnxClassifier(regard_onnx.model_file(self.model, adapter, variant), threads=1)
             if name.endswith("-checked"):
-                exact = regard_onnx.OnnxClassifier(regard_onnx.model_file(self.model, adapter, "fp32"))
+                exact = regard_onnx.OnnxClassifier(regard_onnx.model_file(self.model, adapter, "fp32"), threads=1)
                 run = regard_onnx.checked(run, exact, CHECK_MARGIN)
-            return name, lambda ids, mask: run(ids.numpy(), mask.numpy())
+            return name, run
 
         def torch_logits(ids, mask):
             with torch.inference_mode():
-                return self.model(ids, mask).float().numpy()
+                return self.model(torch.from_numpy(ids), torch.from_numpy(mask)).float().numpy()
         return "torch", torch_logits
 
     def score(self, texts: Sequence[str]) -> pd.DataFrame:
-        import torch
-
+        """``label, score, details`` per text (see the module docstring); each distinct text scored alone."""
         texts = list(texts)
         out: list[tuple] = [(None, float("nan"), {"empty": True})] * len(texts)
-        todo = [i for i, t in enumerate(texts) if t.strip()]
-        order = sorted(todo, key=lambda i: len(texts[i]))  # similar lengths together: less padding
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
-            batch = [texts[i] for i in chunk]
-            full = self.tokenizer(batch, truncation=False)["input_ids"]
-            enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt")
-            logits = np.ascontiguousarray(self._logits(enc["input_ids"], enc["attention_mask"]), dtype=np.float32)
-            probs = torch.softmax(torch.from_numpy(logits), -1).numpy()  # as before backends: same bits on torch
-            for row, i in enumerate(chunk):
-                p = probs[row]
-                details = {label: float(v) for label, v in zip(self.labels, p)}
-                details["truncated"] = len(full[row]) > self.max_tokens
-                score = details.get("positive", 0.0) - details.get("negative", 0.0)
-                out[i] = (self.labels[int(np.argmax(p))], score, details)
+        distinct = list(dict.fromkeys(t for t in texts if t.strip()))
+        if distinct:
+            full = self.tokenizer(distinct, truncation=False)["input_ids"]
+            cut = self.tokenizer(distinct, truncation=True, max_length=self.max_tokens)["input_ids"]
+            scored = dict(zip(distinct, self._map(self._one, zip(cut, (len(f) > self.max_tokens for f in full)))))
+            out = [scored[t] if t in scored else empty for t, empty in zip(texts, out)]
         table = pd.DataFrame(out, columns=SCORE_COLUMNS)
         table["label"] = pd.Series([row[0] for row in out], dtype=object)  # keep None for empty texts
         return table
+
+    def _map(self, fn, items):
+        """``fn`` over ``items`` on ``self.workers`` threads (ONNX Runtime and torch release the GIL)."""
+        if self.workers == 1 or self.backend == "torch":
+            return [fn(item) for item in items]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.workers) as pool:
+            return list(pool.map(fn, items))
+
+    def _one(self, item: tuple[list[int], bool]) -> tuple[str, float, dict]:
+        """One text's ``(label, score, details)`` from its token ids (cut to ``max_tokens``) alone."""
+        import torch
+
+        ids, truncated = item
+        tokens = np.asarray([ids], dtype=np.int64)
+        logits = np.ascontiguousarray(self._logits(tokens, np.ones_like(tokens)), dtype=np.float32)
+        p = torch.softmax(torch.from_numpy(logits), -1).numpy()[0]
+        details: dict = {label: float(v) for label, v in zip(self.labels, p)}
+        details["truncated"] = truncated
+        return self.labels[int(np.argmax(p))], details.get("positive", 0.0) - details.get("negative", 0.0), details
 
 
 class Regard4Scorer(RegardScorer):

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from nlgbias.suites.loader import Suite, load_suite
+from nlgbias.suites.sample import pick
 
 PROMPT_COLUMNS = ["prompt_id", "suite", "suite_version", "template_id", "template", "context",
                   "group", "axis", "prompt"]
@@ -37,6 +38,10 @@ def expand_suite(suite: Suite | str | Path) -> pd.DataFrame:
         Columns ``prompt_id, suite, suite_version, template_id, template, context, group,
         axis, prompt`` and one column per group attribute (empty where a group lacks it).
         ``prompt_id`` is ``"<template_id>|<group>"``; rows are in template order, then group order.
+        Groups with variants (:attr:`~nlgbias.suites.Group.variants`) give one prompt per (template,
+        variant), ``prompt_id`` ``"<template_id>|<group>|<variant index>"``, and a ``mention`` column (the
+        variant in the prompt).  With a sample (``prompts_per_group``, :mod:`nlgbias.suites.sample`) each
+        group keeps that many of its prompts.
 
     Examples
     --------
@@ -51,23 +56,36 @@ def expand_suite(suite: Suite | str | Path) -> pd.DataFrame:
     """
     suite = loaded_suite(suite)
     names = attribute_names(suite)
+    n = suite.sample.get("prompts_per_group")
+    variants = any(g.variants for g in suite.groups)
+    cells = [(t, k) for t in range(len(suite.templates)) for k in range(max(len(g.texts) for g in suite.groups))] \
+        if suite.groups else []
+    kept: dict[str, set] = {}
+    for group in suite.groups:
+        mine = [(t, k) for t, k in cells if k < len(group.texts)]
+        kept[group.id] = {mine[i] for i in pick(len(mine), n, seed=suite.sample.get("seed", 0), key=group.id)}
     rows = []
-    for template in suite.templates:
+    for t, template in enumerate(suite.templates):
         for group in suite.groups:
-            row = {
-                "prompt_id": f"{template.id}|{group.id}",
-                "suite": suite.name,
-                "suite_version": suite.version,
-                "template_id": template.id,
-                "template": template.text,
-                "context": template.context,
-                "group": group.id,
-                "axis": group.axis,
-                "prompt": template.text.replace("{group}", group.text),
-            }
-            row.update({name: group.attributes.get(name) for name in names})
-            rows.append(row)
-    return pd.DataFrame(rows, columns=PROMPT_COLUMNS + names)
+            for k, text in enumerate(group.texts):
+                if (t, k) not in kept[group.id]:
+                    continue
+                row = {
+                    "prompt_id": f"{template.id}|{group.id}" + (f"|{k}" if variants else ""),
+                    "suite": suite.name,
+                    "suite_version": suite.version,
+                    "template_id": template.id,
+                    "template": template.text,
+                    "context": template.context,
+                    "group": group.id,
+                    "axis": group.axis,
+                    "prompt": template.text.replace("{group}", text),
+                }
+                row.update({name: group.attributes.get(name) for name in names})
+                if variants:
+                    row["mention"] = text
+                rows.append(row)
+    return pd.DataFrame(rows, columns=PROMPT_COLUMNS + names + (["mention"] if variants else []))
 
 
 def loaded_suite(suite: Suite | str | Path) -> Suite:

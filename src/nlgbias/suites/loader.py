@@ -29,13 +29,15 @@ TOP_KEYS = (
     "suite", "version", "description", "citation", "kind", "include", "extend",
     "sampling", "truncate", "groups", "templates", "comparisons", "scorers", "analyses",
     "prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe", "prompts_per_set",
+    "groups_from", "prompts_per_group",
 )
+GROUP_SOURCES = ("holistic_bias",)  # groups_from: the groups a suite takes from a shipped data set
 PRONOUN_KEYS = ("prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe",
                 "prompts_per_set")
 PERTURBATIONS = ("orig", "replace", "delete")
 PROMPT_SET_KEYS = ("id", "source", "professions")
 EXTEND_KEYS = ("groups", "templates", "comparisons")
-KINDS = ("generation", "pronoun")
+KINDS = ("generation", "pronoun", "likelihood")
 PRONOUN_ANALYSES = ("pronouns",)  # what a pronoun suite analyses (it takes no analyses key)
 KNOWN_CONTEXTS = ("respect", "occupation")  # the built-in suites' contexts
 CONTEXT_TYPO = 0.8  # difflib similarity at which a context is taken for a typo of another
@@ -62,6 +64,14 @@ class Group:
     id: str
     text: str
     attributes: dict[str, str]
+    # other texts of the same group ("The Deaf woman", "The Deaf man", ...); ``text`` is the first.
+    # A group with variants gets one prompt per (template, variant).
+    variants: tuple[str, ...] = ()
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The texts its prompts use: the variants, or the one text."""
+        return self.variants or (self.text,)
 
     @property
     def axis(self) -> str:
@@ -95,6 +105,8 @@ class Suite:
     path: str
     analyses: tuple[str, ...] = ("shares",)
     probe: dict[str, Any] = field(default_factory=dict)  # pronoun suites: prompt sets and settings
+    # the seeded sample of prompts per group (``prompts_per_group``, ``seed``; nlgbias.suites.sample), or {}
+    sample: dict[str, Any] = field(default_factory=dict)
     content_hash: str = field(default="")
     # "file:line: analyses[i]" of each name in ``analyses`` (for messages; not in the content or its hash)
     analyses_at: tuple[str, ...] = field(default=(), compare=False, repr=False)
@@ -102,7 +114,7 @@ class Suite:
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved suite as plain data (what the manifest records)."""
-        return {
+        out = {
             "suite": self.name,
             "version": self.version,
             "kind": self.kind,
@@ -113,10 +125,14 @@ class Suite:
             "scorers": list(self.scorers),
             "analyses": list(self.analyses),
             "probe": self.probe,
-            "groups": [{"id": g.id, "text": g.text, "attributes": dict(g.attributes)} for g in self.groups],
+            "groups": [{"id": g.id, "text": g.text, "attributes": dict(g.attributes)}
+                       | ({"variants": list(g.variants)} if g.variants else {}) for g in self.groups],
             "templates": [{"id": t.id, "context": t.context, "text": t.text} for t in self.templates],
             "comparisons": [list(c) for c in self.comparisons],
         }
+        if self.sample:  # only where set, so that the content hash of every other suite stays as it was
+            out["sample"] = dict(self.sample)
+        return out
 
     @classmethod
     def from_dict(cls, recorded: dict[str, Any]) -> "Suite":
@@ -124,11 +140,13 @@ class Suite:
         data = recorded["resolved"]
         return cls(name=data["suite"], version=data["version"], description=data["description"],
                    citation=data["citation"], kind=data["kind"],
-                   groups=tuple(Group(g["id"], g["text"], dict(g["attributes"])) for g in data["groups"]),
+                   groups=tuple(Group(g["id"], g["text"], dict(g["attributes"]), tuple(g.get("variants", ())))
+                                for g in data["groups"]),
                    templates=tuple(Template(t["id"], t["context"], t["text"]) for t in data["templates"]),
                    comparisons=tuple(tuple(c) for c in data["comparisons"]), sampling=dict(data["sampling"]),
                    truncate=data["truncate"], scorers=tuple(data["scorers"]), path=recorded.get("path") or "",
-                   analyses=tuple(data["analyses"]), probe=data["probe"], content_hash=recorded.get("content_hash", ""))
+                   analyses=tuple(data["analyses"]), probe=data["probe"], sample=dict(data.get("sample", {})),
+                   content_hash=recorded.get("content_hash", ""))
 
 
 def builtin_dir() -> Path:
@@ -178,7 +196,11 @@ def load_suite(name_or_path: str | Path) -> Suite:
         With ``file:line: field: problem`` for the first problem found.
     """
     raw = _resolve(resolve_suite_path(name_or_path), seen=())
-    suite = _build(raw)
+    return hashed(_build(raw))
+
+
+def hashed(suite: Suite) -> Suite:
+    """``suite`` with ``content_hash`` set: the sha256 of its resolved content (:meth:`Suite.to_dict`)."""
     digest = hashlib.sha256(json.dumps(suite.to_dict(), sort_keys=True).encode()).hexdigest()
     return Suite(**{**suite.__dict__, "content_hash": digest})
 
@@ -380,16 +402,30 @@ def _build(raw: _Raw) -> Suite:
 
     if kind == "pronoun":
         return _pronoun_suite(raw, name=name, version=version, texts=texts)
+    if kind == "likelihood":
+        return _likelihood_suite(raw, name=name, version=version, texts=texts, kind_at=kind_at)
     for key in PRONOUN_KEYS:
         if key in raw.scalars:
             value_doc = raw.scalars[key][1]
             raise value_doc.fail((key,), "only pronoun suites (kind: pronoun) take this key")
-    groups = _groups(raw.lists["groups"], doc)
+    source, source_doc = raw.scalars.get("groups_from", (None, doc))
+    if source is not None and source not in GROUP_SOURCES:
+        raise source_doc.fail(("groups_from",), f"must be one of {', '.join(GROUP_SOURCES)}, got {source!r}")
+    if source is not None and raw.lists["groups"]:
+        raise source_doc.fail(("groups_from",), "a suite takes groups from groups_from or lists them in groups, "
+                                                "not both")
+    groups = _holistic_groups() if source is not None else _groups(raw.lists["groups"], doc)
     templates = _templates(raw.lists["templates"], doc)
-    if len(templates) * len(groups) > MAX_PROMPTS:
+    per_group, per_group_doc = raw.scalars.get("prompts_per_group", (None, doc))
+    if per_group is not None and (isinstance(per_group, bool) or not isinstance(per_group, int) or per_group < 1):
+        raise per_group_doc.fail(("prompts_per_group",), f"must be a whole number of at least 1, got {per_group!r}")
+    count = sum(min(per_group, n) if per_group else n for n in (len(templates) * len(g.texts) for g in groups))
+    if count > MAX_PROMPTS:
         raise doc.fail(("templates",), f"{len(templates)} templates x {len(groups)} groups = "
-                                       f"{len(templates) * len(groups):,} prompts; the limit is {MAX_PROMPTS:,}")
-    comparisons = _comparisons(raw.lists["comparisons"], groups, default="comparisons" not in raw.given)
+                                       f"{count:,} prompts; the limit is {MAX_PROMPTS:,}")
+    # groups from a data set are compared with their axis (the suite's analyses), not pair by pair
+    comparisons = _comparisons(raw.lists["comparisons"], groups,
+                               default="comparisons" not in raw.given and source is None)
     sampling = _sampling(*raw.scalars.get("sampling", ({}, doc)))
     truncate, truncate_doc = raw.scalars.get("truncate", ("first_sentence", doc))
     if not isinstance(truncate, str) or not TRUNCATE_PATTERN.match(truncate):
@@ -408,8 +444,27 @@ def _build(raw: _Raw) -> Suite:
         kind=kind, groups=tuple(groups), templates=tuple(templates), comparisons=tuple(comparisons),
         sampling=sampling, truncate=truncate, scorers=tuple(scorers), path=str(doc.path),
         analyses=tuple(dict.fromkeys(analyses)), kind_at=kind_at,
+        sample={"prompts_per_group": per_group, "seed": 0} if per_group else {},
         analyses_at=tuple(f"{analyses_doc.where(('analyses', i))}: {_dotted(('analyses', i))}" for i in first),
     )
+
+
+def _holistic_groups() -> list[Group]:
+    """``groups_from: holistic_bias``: one group per HolisticBias descriptor (axis, bucket, preference),
+    its variants the descriptor's noun phrases with a definite article, as ROBBIE's HolisticBiasR builds
+    them from the noun-phrase types that stand as noun phrases (the noun-only controls, on no axis, left out)."""
+    from nlgbias.suites import holistic_bias
+
+    phrases = holistic_bias.noun_phrases([t for t in holistic_bias.STANDING_TYPES if t != "noun"])
+    phrases = phrases.assign(group=holistic_bias.descriptor_ids(phrases))
+    groups = []
+    for gid, rows in phrases.groupby("group", sort=False):
+        first = rows.iloc[0]
+        texts = tuple(dict.fromkeys(holistic_bias.definite(p) for p in rows["noun_phrase"]))
+        groups.append(Group(str(gid), texts[0], {"axis": first["axis"], "descriptor": first["descriptor"],
+                                                 "bucket": first["bucket"],
+                                                 "preference": first["descriptor_preference"]}, texts))
+    return groups
 
 
 def _need_text(item: _Item, key: str) -> str:
@@ -618,6 +673,33 @@ def _pronoun_suite(raw: _Raw, *, name: str, version: int, texts: dict[str, str])
     return Suite(name=name, version=version, description=texts["description"], citation=texts["citation"],
                  kind="pronoun", groups=(), templates=(), comparisons=(), sampling={}, truncate="none", scorers=(),
                  path=str(doc.path), analyses=PRONOUN_ANALYSES, probe=probe)
+
+
+def _likelihood_suite(raw: _Raw, *, name: str, version: int, texts: dict[str, str], kind_at: str) -> Suite:
+    """A suite of ``kind: likelihood``: the HolisticBias sentences (``groups_from: holistic_bias``), scored
+    by the model's likelihood; no groups, templates or sampling of its own."""
+    doc = raw.doc
+    for key in ("groups", "templates", "comparisons"):
+        if raw.lists[key]:
+            raise raw.lists[key][0].doc.fail((key,), "likelihood suites take their sentences from groups_from")
+    for key in ("sampling", "truncate", "scorers", *PRONOUN_KEYS):
+        if key in raw.scalars:
+            raise raw.scalars[key][1].fail((key,), "likelihood suites neither sample nor score text")
+    source, source_doc = raw.scalars.get("groups_from", (None, doc))
+    if source not in GROUP_SOURCES:
+        raise source_doc.fail(("groups_from",), f"required: one of {', '.join(GROUP_SOURCES)}, got {source!r}")
+    per_group, per_group_doc = raw.scalars.get("prompts_per_group", (None, doc))
+    if per_group is not None and (isinstance(per_group, bool) or not isinstance(per_group, int) or per_group < 1):
+        raise per_group_doc.fail(("prompts_per_group",), f"must be a whole number of at least 1, got {per_group!r}")
+    analyses, analyses_doc = raw.scalars.get("analyses", (["holisticbias_likelihood"], doc))
+    if not isinstance(analyses, list) or not analyses or not all(isinstance(a, str) and a for a in analyses):
+        raise analyses_doc.fail(("analyses",), "must be a non-empty list of analysis names")
+    return Suite(name=name, version=version, description=texts["description"], citation=texts["citation"],
+                 kind="likelihood", groups=(), templates=(), comparisons=(), sampling={}, truncate="none", scorers=(),
+                 path=str(doc.path), analyses=tuple(dict.fromkeys(analyses)), probe={"groups_from": source},
+                 sample={"prompts_per_group": per_group, "seed": 0} if per_group else {}, kind_at=kind_at,
+                 analyses_at=tuple(f"{analyses_doc.where(('analyses', i))}: {_dotted(('analyses', i))}"
+                                   for i in range(len(analyses))))
 
 
 def data_file(suite: Suite, name: str) -> Path:

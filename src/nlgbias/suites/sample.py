@@ -1,0 +1,74 @@
+"""``--prompts-per-group N``: a seeded sample of N prompts per group, stratified by group.
+
+A suite with many prompts per group (HolisticBias: every template with each of a descriptor's noun
+phrases) runs on a sample: for each group, N of its prompts drawn without replacement (all of them where
+it has no more than N).  Each group's draw is seeded by the run seed and the group id alone
+(:func:`nlgbias.keys.cell_seed`), so a group's prompts do not depend on which other groups the suite has.
+The sample is part of the suite's resolved content (its ``sample`` entry: ``prompts_per_group``,
+``seed``), so it is recorded in the manifest and changes the run id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from nlgbias.errors import InputError, option
+from nlgbias.keys import cell_seed
+from nlgbias.suites.loader import MAX_PROMPTS, Suite, hashed
+
+
+def pick(total: int, n: int | str | None, *, seed: int, key: str) -> np.ndarray:
+    """Sorted indices of the prompts a group keeps: ``n`` of ``range(total)`` drawn by the seed and the
+    group's ``key``; all of them where ``n`` is None, ``all`` or at least ``total``.
+
+    >>> pick(10, 3, seed=0, key="Deaf").tolist() == pick(10, 3, seed=0, key="Deaf").tolist()
+    True
+    >>> pick(4, 9, seed=0, key="Deaf").tolist()
+    [0, 1, 2, 3]
+    """
+    if n is None or isinstance(n, str) or n >= total:  # a str is ALL
+        return np.arange(total)
+    rng = np.random.default_rng(cell_seed(seed, "prompts_per_group", key))
+    return np.sort(rng.choice(total, size=n, replace=False))
+
+
+ALL = "all"
+
+
+def per_group(value: int | str) -> int | str:
+    """``--prompts-per-group``: a whole number of at least 1, or ``all``.
+
+    >>> per_group("12"), per_group("all")
+    (12, 'all')
+    """
+    if isinstance(value, str) and value.strip().lower() == ALL:
+        return ALL
+    try:
+        number = value if isinstance(value, int) and not isinstance(value, bool) else int(str(value).strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise InputError(f"{option('--prompts-per-group', value)}: must be a whole number of at least 1, or all")
+    return number
+
+
+def with_sample(suite: Suite, prompts_per_group: int | str | None, seed: int) -> Suite:
+    """``suite`` sampled to ``prompts_per_group`` prompts per group by ``seed`` (the suite's own
+    ``prompts_per_group`` where None; the suite unchanged where it has none either; ``all``: every
+    prompt, recorded as such)."""
+    n = suite.sample.get("prompts_per_group") if prompts_per_group is None else per_group(prompts_per_group)
+    if n is None:
+        return suite
+    sampled = hashed(replace(suite, sample={"prompts_per_group": ALL} if n == ALL else
+                             {"prompts_per_group": n, "seed": int(seed)}))
+    if suite.groups:
+        sizes = [len(suite.templates) * len(g.texts) for g in suite.groups]
+        count = sum(sizes) if isinstance(n, str) else sum(min(n, size) for size in sizes)
+        if count > MAX_PROMPTS:
+            raise InputError(f"{option('--prompts-per-group', n)}: {count:,} prompts; the limit is {MAX_PROMPTS:,}")
+    return sampled
+
+
+__all__ = ["ALL", "per_group", "pick", "with_sample"]
