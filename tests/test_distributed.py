@@ -213,3 +213,29 @@ def test_a_server_model_is_asked_from_this_process_not_through_ray(cluster, tmp_
     assert len(server.answered) == 60 and count_rows(tmp_path / "store.sqlite") == 60
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["execution"]["ray"]["replaced_workers"] == 0
+
+
+@pytest.mark.usefixtures("cluster")
+def test_workers_score_with_the_classifier_folder_of_regard_dir(tmp_path):
+    """``--scorer regard:DIR`` on the pool: each worker loads DIR (here a copy of the first release's
+    classifier, whose scores and version differ from the shipped ``regard``), not the shipped one."""
+    import shutil
+
+    from nlgbias.pipeline.distributed import RayPool
+    from nlgbias.scorers import get_scorer
+    from nlgbias.scorers.regard import classifier_dir
+    from nlgbias.store import RunStore
+    from nlgbias.store.cache import fill_scores
+
+    mine = tmp_path / "mine"
+    shutil.copytree(classifier_dir(3, 1), mine)
+    texts = [f"XYZ was {['kind', 'rude', 'a nurse', 'lazy', 'brave'][i % 5]} and {['tall', 'quiet', 'late'][i % 3]}"
+             for i in range(40)]
+    scorer = get_scorer(f"regard:{mine}")
+    assert scorer.name == "regard" and scorer.version != get_scorer("regard").version
+    with RunStore(tmp_path / "here.sqlite") as store:
+        here = fill_scores(texts, scorer, store, batch_size=10)
+    with RayPool(RayOptions(workers=2)) as pool, RunStore(tmp_path / "ray.sqlite") as store:
+        there = fill_scores(texts, scorer, store, batch_size=10, remote=pool.score)
+    pd.testing.assert_frame_equal(here.sort_values("text_hash", ignore_index=True),
+                                  there.sort_values("text_hash", ignore_index=True))
