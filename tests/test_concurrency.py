@@ -183,3 +183,33 @@ def test_a_run_killed_while_creating_its_store_leaves_no_empty_store(tmp_path):
     assert again.returncode == 0, again.stderr
     assert_one_run(out, 1, 100)
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []  # no staging file left
+
+
+HOLD = """
+import sys, time
+from nlgbias.store.lock import hold_folder
+with hold_folder(sys.argv[1], command=["nlgbias", "run", "sheng2019", "--out", sys.argv[1]]):
+    print("holding", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_report_is_not_rendered_while_a_run_holds_the_folder(tmp_path):
+    out = tmp_path / "o"
+    nlgbias.run("sheng2019", models=["fake"], samples=2, scorers=["vader"], n_boot=100, out=out, quiet=True)
+    page = (out / "report.html").read_bytes()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], env=ENV, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        refused = subprocess.run([sys.executable, "-m", "nlgbias", "report", str(out), "--export", "markdown"], env=ENV,
+                                 capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        assert refused.stderr.strip() == (f"Error: {out} is in use by run pid {holder.pid} (nlgbias run sheng2019 --out "
+                                          f"{out}); wait for it to finish, then re-render")
+        assert (out / "report.html").read_bytes() == page and not (out / "export").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    done = subprocess.run([sys.executable, "-m", "nlgbias", "report", str(out)], env=ENV, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr  # the dead holder's lock is taken over

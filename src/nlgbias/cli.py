@@ -35,6 +35,7 @@ from nlgbias.sampling import MAX_TOP_K
 from nlgbias.scorers import describe_scorers, score_file
 from nlgbias.store import write_text
 from nlgbias.store.export import out_of_space
+from nlgbias.store.lock import hold_folder
 from nlgbias.suites import list_suites, load_suite
 from nlgbias.suites.names import names_suite_yaml
 from nlgbias.urls import redact
@@ -511,10 +512,12 @@ def report(runs, out, min_n, confidence, title, exports, export_scorers, export_
         if len(runs) > 1 or given:
             raise InputError(f"{given[0] if given else f'{len(runs)} runs'}: a new report needs --out DIR, a folder "
                              f"outside the run folders (a run's own report stays as the run wrote it)")
-        rerender_report(runs[0], sections=report_sections(performed_analyses(runs[0])))
-        click.echo(f"report: {runs[0] / 'report.html'}")
-        if formats:
-            _echo_exports(runs[0], formats, rows_of=rows_of)
+        # a run still writing the folder holds its lock: re-render once it has finished, not halfway
+        with hold_folder(runs[0], command=["nlgbias", *sys.argv[1:]], advice="wait for it to finish, then re-render"):
+            rerender_report(runs[0], sections=report_sections(performed_analyses(runs[0])))
+            click.echo(f"report: {runs[0] / 'report.html'}")
+            if formats:
+                _echo_exports(runs[0], formats, rows_of=rows_of)
         return
 
     combined = report_runs(runs, out=out, min_n=min_n, confidence=confidence, title=title,

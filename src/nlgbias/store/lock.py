@@ -62,8 +62,9 @@ def holder(path: Path, *, wait: float = 0.5) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def hold_folder(folder: str | Path, *, command: Sequence[str] | None = None) -> Iterator[Path]:
-    """Hold ``folder`` (which must exist) for one run; raise :class:`StoreError` if another run holds it.
+def hold_folder(folder: str | Path, *, command: Sequence[str] | None = None, advice: str | None = None) -> Iterator[Path]:
+    """Hold ``folder`` (which must exist) for one run (or one re-render of its report); raise
+    :class:`StoreError` if another holds it, ending with ``advice`` (default: wait or use another --out).
 
     Yields the lock file's path.  On exit the lock file is removed, then released.
     """
@@ -71,7 +72,7 @@ def hold_folder(folder: str | Path, *, command: Sequence[str] | None = None) -> 
     if fcntl is None:
         yield path
         return
-    handle = _acquire(path, folder)
+    handle = _acquire(path, folder, advice)
     if handle is None:  # the file system takes no locks: go on without one
         yield path
         return
@@ -86,7 +87,7 @@ def hold_folder(folder: str | Path, *, command: Sequence[str] | None = None) -> 
         os.close(handle)
 
 
-def _acquire(path: Path, folder: str | Path) -> int | None:
+def _acquire(path: Path, folder: str | Path, advice: str | None = None) -> int | None:
     """An open, locked file descriptor of ``path``; None where locks are not supported."""
     assert fcntl is not None
     for _ in range(100):
@@ -101,8 +102,8 @@ def _acquire(path: Path, folder: str | Path) -> int | None:
             os.close(handle)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 pid, command = holder(path)
-                raise StoreError(f"{folder} is in use by run pid {pid} ({command}); wait for it or use another "
-                                 f"{option('--out')}") from None
+                raise StoreError(f"{folder} is in use by run pid {pid} ({command}); "
+                                 f"{advice or 'wait for it or use another ' + option('--out')}") from None
             return None  # ENOLCK, EINVAL: no locks on this file system
         try:  # the previous holder may have removed the file between our open and our lock
             if os.fstat(handle).st_ino == os.stat(path).st_ino:
