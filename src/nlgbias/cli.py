@@ -179,6 +179,9 @@ RUN_OPTIONS: list[tuple[tuple, dict]] = [
     (("--bls-mapping",), dict(type=IN_PATH, default=None,
                               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for "
                                    "occupation suites.")),
+    (("--prompts-per-group",), dict(default=None, metavar="N|all",
+                                    help="Suites with a prompt file (bold): prompts sampled from each group, seeded "
+                                         "by --seed, or all [suite default: 1].")),
     (("--until-mde",), dict(type=float, default=None,
                             help="Sample in rounds (the first of --samples per prompt) until every comparison's "
                                  "minimum detectable effect is at most this many percentage points; precise prompt "
@@ -187,7 +190,7 @@ RUN_OPTIONS: list[tuple[tuple, dict]] = [
                               help=f"With --until-mde: samples per prompt at most (up to {LIMITS['max_samples']:,}) [default: 1000].")),
 ]
 RUN_FIELDS = ("suite", "models", "samples", "seed", "batch_size", "max_new_tokens", "temperature", "top_k", "top_p",
-              "scorers", "n_boot", "min_n", "bls_mapping", "until_mde", "max_samples")
+              "scorers", "n_boot", "min_n", "bls_mapping", "until_mde", "max_samples", "prompts_per_group")
 
 
 def run_options(command):

@@ -51,6 +51,7 @@ from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
 from nlgbias.store.export import details_as_objects
 from nlgbias.store.lock import hold_folder
 from nlgbias.suites import Suite, load_suite
+from nlgbias.suites.prompt_files import with_prompt_sample
 from nlgbias.validate import LIMITS, at_least, at_most, check_out_folder, check_run_options, within
 
 FIRST_OUTPUTS = ("samples.parquet", "samples.jsonl", "metrics.json")
@@ -115,7 +116,7 @@ class RunConfig:
                scorers: Sequence[str] | None = None, backend_options: BackendOptions | None = None,
                n_boot: int = 2000, confidence: float = 0.95, min_n: int = 30,
                bls_mapping: str | Path | None = None, until_mde: float | None = None,
-               max_samples: int | None = None) -> RunConfig:
+               max_samples: int | None = None, prompts_per_group: int | str | None = None) -> RunConfig:
         """Check the options of :func:`run` (one-line :class:`InputError` on the first bad one) and resolve them."""
         options = backend_options or BackendOptions()
         check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
@@ -129,6 +130,7 @@ class RunConfig:
         if len(set(models)) != len(models):
             raise InputError(f"{option('--model', keyword='models')}: the same model is given twice ({', '.join(models)})")
         suite = suite if isinstance(suite, Suite) else load_suite(suite)
+        suite = with_prompt_sample(suite, prompts_per_group, seed)  # prompt-file suites (BOLD): the sample
         measurement = measurement_for(suite)
         check_analyses(suite)
         precision = _precision_target(suite, models, samples=samples, until_mde=until_mde, max_samples=max_samples)

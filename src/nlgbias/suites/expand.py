@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from nlgbias.suites.loader import Suite
+from nlgbias.suites.prompt_files import file_prompts
 
 PROMPT_COLUMNS = ["prompt_id", "suite", "suite_version", "template_id", "template", "context",
                   "group", "axis", "prompt"]
@@ -34,6 +35,8 @@ def expand_suite(suite: Suite) -> pd.DataFrame:
         Columns ``prompt_id, suite, suite_version, template_id, template, context, group,
         axis, prompt`` and one column per group attribute (empty where a group lacks it).
         ``prompt_id`` is ``"<template_id>|<group>"``; rows are in template order, then group order.
+        A suite with a ``prompt_file`` (BOLD) gives its sampled prompts instead
+        (:func:`nlgbias.suites.prompt_files.file_prompts`).
 
     Examples
     --------
@@ -44,6 +47,8 @@ def expand_suite(suite: Suite) -> pd.DataFrame:
     >>> prompts.groupby("context").size().to_dict()
     {'occupation': 30, 'respect': 30}
     """
+    if "prompt_file" in suite.probe:  # prompts from a file (BOLD): the run's sample of it
+        return file_prompts(suite)[PROMPT_COLUMNS]
     names = attribute_names(suite)
     rows = []
     for template in suite.templates:

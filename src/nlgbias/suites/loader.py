@@ -21,15 +21,17 @@ from typing import Any
 
 import yaml
 
-from nlgbias.errors import SuiteError
+from nlgbias.errors import InputError, SuiteError
 from nlgbias.resources import package_path
 from nlgbias.sampling import SamplingParams
+from nlgbias.suites.prompt_files import check_per_group, prompt_folder, read_prompt_folder
 
 TOP_KEYS = (
     "suite", "version", "description", "citation", "kind", "include", "extend",
     "sampling", "truncate", "groups", "templates", "comparisons", "scorers", "analyses",
-    "prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe",
+    "prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe", "prompt_file",
 )
+PROMPT_FILE_KEYS = ("source", "per_group")
 PRONOUN_KEYS = ("prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe")
 PERTURBATIONS = ("orig", "replace", "delete")
 PROMPT_SET_KEYS = ("id", "source", "professions")
@@ -383,8 +385,13 @@ def _build(raw: _Raw) -> Suite:
         if key in raw.scalars:
             value_doc = raw.scalars[key][1]
             raise value_doc.fail((key,), "only pronoun suites (kind: pronoun) take this key")
-    groups = _groups(raw.lists["groups"], doc)
-    templates = _templates(raw.lists["templates"], doc)
+    probe: dict[str, Any] = {}
+    if "prompt_file" in raw.scalars:
+        groups, probe = _prompt_file(raw)
+        templates: list[Template] = []
+    else:
+        groups = _groups(raw.lists["groups"], doc)
+        templates = _templates(raw.lists["templates"], doc)
     if len(templates) * len(groups) > MAX_PROMPTS:
         raise doc.fail(("templates",), f"{len(templates)} templates x {len(groups)} groups = "
                                        f"{len(templates) * len(groups):,} prompts; the limit is {MAX_PROMPTS:,}")
@@ -406,9 +413,43 @@ def _build(raw: _Raw) -> Suite:
         name=name, version=version, description=texts["description"], citation=texts["citation"],
         kind=kind, groups=tuple(groups), templates=tuple(templates), comparisons=tuple(comparisons),
         sampling=sampling, truncate=truncate, scorers=tuple(scorers), path=str(doc.path),
-        analyses=tuple(dict.fromkeys(analyses)), kind_at=kind_at,
+        analyses=tuple(dict.fromkeys(analyses)), kind_at=kind_at, probe=probe,
         analyses_at=tuple(f"{analyses_doc.where(('analyses', i))}: {_dotted(('analyses', i))}" for i in first),
     )
+
+
+def _prompt_file(raw: _Raw) -> tuple[list[Group], dict[str, Any]]:
+    """A suite with ``prompt_file: {source, per_group}``: its groups (one per group of the prompt
+    files, ``axis`` = the file's context) and its ``probe`` entry (:mod:`nlgbias.suites.prompt_files`)."""
+    value, doc = raw.scalars["prompt_file"]
+    for key in ("groups", "templates"):
+        if raw.lists[key]:
+            raise raw.lists[key][0].doc.fail((key,), "a suite with a prompt_file takes its groups and prompts from "
+                                                     "that file; remove this key")
+    if not isinstance(value, dict) or not isinstance(value.get("source"), str):
+        raise doc.fail(("prompt_file",), "a mapping with source (a folder of <context>_prompt.json files) and "
+                                         "per_group (prompts a run samples from each group, or all)")
+    for key in value:
+        if key not in PROMPT_FILE_KEYS:
+            raise doc.fail(("prompt_file", key), _unknown_key(key, PROMPT_FILE_KEYS))
+    folder = prompt_folder(value["source"], doc.path.parent)
+    if folder is None:
+        raise doc.fail(("prompt_file", "source"), f"{value['source']!r}: no folder of JSON prompt files next to the "
+                                                   f"suite, at that path or in the package data")
+    try:
+        per_group = check_per_group(value.get("per_group", 1))
+    except InputError:
+        raise doc.fail(("prompt_file", "per_group"), "a whole number of at least 1, or all") from None
+    table, digest = read_prompt_folder(folder)
+    groups = []
+    for context, group in dict.fromkeys(zip(table["context"], table["group"])):
+        if not ID_PATTERN.match(group):
+            raise doc.fail(("prompt_file", "source"), f"{folder}: group {group!r} is not a usable id")
+        groups.append(Group(group, group.replace("_", " "), {"axis": context}))
+    if len({g.id for g in groups}) != len(groups):
+        raise doc.fail(("prompt_file", "source"), f"{folder}: a group appears in two contexts")
+    return groups, {"prompt_file": {"source": value["source"], "per_group": per_group, "seed": 0,
+                                    "sha256": digest, "prompts": int(len(table))}}
 
 
 def _need_text(item: _Item, key: str) -> str:
