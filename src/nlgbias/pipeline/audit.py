@@ -217,7 +217,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
         min_n: int = 30, quiet: bool = False, command: Sequence[str] | None = None,
         bls_mapping: str | Path | None = None, force: bool = False, until_mde: float | None = None,
-        max_samples: int | None = None, ray: RayOptions | None = None) -> RunResult:
+        max_samples: int | None = None, ray: RayOptions | None = None,
+        prompts_per_group: int | str | None = None) -> RunResult:
     """Run (or resume, or rebuild) an audit and write its outputs to ``out``.
 
     Parameters
@@ -260,6 +261,9 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     ray : RayOptions, optional
         Generate the missing batches, and score, on a pool of Ray actors
         (:mod:`nlgbias.pipeline.distributed`); the samples are the same as without Ray.
+    prompts_per_group : int or "all", optional
+        Suites with a prompt file (``bold``): prompts sampled from each group, seeded by ``seed``
+        (default: the suite's); part of the run id.
 
     Returns
     -------
@@ -269,7 +273,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     config = RunConfig.create(suite, models=models, samples=samples, seed=seed, batch_size=batch_size,
                               max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                               scorers=scorers, backend_options=backend_options, n_boot=n_boot, confidence=confidence,
-                              min_n=min_n, bls_mapping=bls_mapping, until_mde=until_mde, max_samples=max_samples)
+                              min_n=min_n, bls_mapping=bls_mapping, until_mde=until_mde, max_samples=max_samples,
+                              prompts_per_group=prompts_per_group)
     return run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force, ray=ray)
 
 
