@@ -71,7 +71,7 @@ def test_a_groups_sample_does_not_depend_on_the_other_groups():
     assert alone["prompt"].tolist() == together.loc[together["group"] == "judaism", "prompt"].tolist()
 
 
-def test_the_sample_is_in_the_run_id_and_the_manifest(tmp_path):
+def test_the_sample_is_in_the_run_id_and_the_manifest():
     ids = {n: RunConfig.create("bold", prompts_per_group=n, samples=1).run_id for n in (None, 1, 2, "all")}
     assert ids[None] == ids[1] and len({ids[1], ids[2], ids["all"]}) == 3
     assert RunConfig.create("bold", samples=1, seed=1).run_id != ids[1]  # the seed draws another sample

@@ -23,7 +23,8 @@ OPTIONS = dict(prompts_per_group=2, samples=2, scorers=["vader-bold"], n_boot=20
 
 
 @pytest.mark.ray
-def test_a_bold_sample_on_two_ray_actors_equals_one_process(cluster, tiny_model_dir, tmp_path):  # noqa: F811
+@pytest.mark.usefixtures("cluster")
+def test_a_bold_sample_on_two_ray_actors_equals_one_process(tiny_model_dir, tmp_path):
     suite = handful_suite(tmp_path / "suite")
     options = dict(models=[str(tiny_model_dir)], batch_size=4, max_new_tokens=12, **OPTIONS)
     nlgbias.run(str(suite), out=tmp_path / "single", **options)
