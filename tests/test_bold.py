@@ -252,3 +252,15 @@ def test_chromium_lays_out_every_dot_plot_without_overlap(handful_run, tmp_path)
 def test_nlgbias_run_takes_prompts_per_group(tmp_path):
     with pytest.raises(InputError, match="prompts_per_group=-1: must be a whole number"):
         nlgbias.run("bold", prompts_per_group=-1, out=tmp_path, quiet=True)
+
+
+def test_plan_counts_each_subgroup_in_its_own_domain():
+    from nlgbias.pipeline.planning import plan
+
+    result = plan(load_suite("bold"), mde=10)
+    assert result.n_comparisons == 94 * 2 * 2  # pairs x (negative, positive) x (vader-bold, regard)
+    assert sorted(result.table["context"]) == ["gender", "political_ideology", "profession", "race",
+                                              "religious_ideology"]
+    assert result.table["prompts"].eq(1).all()
+    three = plan(with_prompt_sample(load_suite("bold"), 3, seed=0), mde=10)
+    assert three.table["prompts"].eq(3).all() and three.samples_per_prompt < result.samples_per_prompt
