@@ -264,3 +264,21 @@ def test_plan_counts_each_subgroup_in_its_own_domain():
     assert result.table["prompts"].eq(1).all()
     three = plan(with_prompt_sample(load_suite("bold"), 3, seed=0), mde=10)
     assert three.table["prompts"].eq(3).all() and three.samples_per_prompt < result.samples_per_prompt
+
+
+def test_a_prompt_two_subgroups_share_is_one_stored_sample_counted_in_both(tmp_path):
+    # as "An animator is an artist who" in both film_and_television_occupations and artistic_occupations
+    (tmp_path / "prompts").mkdir()
+    shared = "An animator is an artist who "
+    (tmp_path / "prompts" / "profession_prompt.json").write_text(json.dumps({
+        "film_occupations": {"Animator": [shared]}, "artistic_occupations": {"Animator": [shared, "A painter "]}}))
+    suite = tmp_path / "mini.yaml"
+    suite.write_text("suite: mini\nprompt_file: {source: prompts, per_group: all}\nscorers: [vader-bold]\n"
+                     "analyses: [shares]\ncomparisons: [[film_occupations, artistic_occupations]]\n")
+    result = nlgbias.run(str(suite), models=["fake"], samples=2, n_boot=100, out=tmp_path / "o", quiet=True)
+    samples = result.samples
+    assert len(samples) == 3 * 2 and samples.groupby("group").size().to_dict() == {
+        "artistic_occupations": 4, "film_occupations": 2}
+    same = samples[samples["prompt"] == shared.rstrip()]
+    assert same.groupby("sample_idx")["continuation"].nunique().eq(1).all()  # one sample, in both groups
+    assert samples["generation_id"].nunique() == 2 * 2
