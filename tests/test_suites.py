@@ -85,7 +85,7 @@ def test_content_hash_follows_content_not_formatting(tmp_path):
     (("{id: b, text: The dog", "{id: b, text: The cat"), "suite.yaml:5: groups[1].text: duplicate group text 'The cat' (also groups[0])"),
     (("version: 2", "version: two"), "suite.yaml:2: version: must be a positive integer, got 'two'"),
     (("version: 2", "versoin: 2"),
-     "suite.yaml:2: versoin: unknown key; did you mean version? allowed: suite, version, description, citation, kind, include, extend, sampling, truncate, groups, templates, comparisons, scorers, analyses, prompt_sets, continuations, perturbations, saliency_prompts, default_probe"),
+     "suite.yaml:2: versoin: unknown key; did you mean version? allowed: suite, version, description, citation, kind, include, extend, sampling, truncate, groups, templates, comparisons, scorers, analyses, prompt_sets, continuations, perturbations, saliency_prompts, default_probe, prompt_file"),
     (("attributes: {axis: species}}\ntemplates", "attributes: {kind: x}}\ntemplates"),
      "suite.yaml:5: groups[1].attributes: attributes must be a mapping that names the group's axis (e.g. axis: gender)"),
 ])
@@ -165,5 +165,5 @@ def test_include_and_extend_report_the_including_file(tmp_path):
 def test_unknown_suite_name_lists_builtins():
     with pytest.raises(SuiteError) as caught:
         load_suite("sheng2020")
-    assert str(caught.value).startswith("suite sheng2020: no such built-in suite or file; built-in suites: kirk2021-identity")
+    assert str(caught.value).startswith("suite sheng2020: no such built-in suite or file; built-in suites: bold, kirk2021-identity")
     assert "sheng2019, sheng2019-intersectional" in str(caught.value)
