@@ -73,6 +73,10 @@ def test_flagged_rows_are_coloured_and_bold_and_a_reference_line_is_drawn():
     ref = ET.fromstring(svg).find(".//s:line[@class='reference']", NS)
     # 0.25 lies between the dots at 0.30 and 0.10, at a quarter of the way from 0.30 down to 0.10
     assert float(ref.get("x1")) == pytest.approx(cx[1] + (cx[2] - cx[1]) * 0.25, abs=0.1)
+    # the reference line's value sits under the title, not on it (12 px text)
+    title, value = (float(t.get("y")) for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")
+                    if t.text in ("t", "25.0%"))
+    assert value - title >= 12
     no_flags = dot_plot(_frame(), title="t", flagged=None)
     assert "flagged" not in no_flags
 

@@ -85,7 +85,7 @@ def test_content_hash_follows_content_not_formatting(tmp_path):
     (("{id: b, text: The dog", "{id: b, text: The cat"), "suite.yaml:5: groups[1].text: duplicate group text 'The cat' (also groups[0])"),
     (("version: 2", "version: two"), "suite.yaml:2: version: must be a positive integer, got 'two'"),
     (("version: 2", "versoin: 2"),
-     "suite.yaml:2: versoin: unknown key; did you mean version? allowed: suite, version, description, citation, kind, include, extend, sampling, truncate, groups, templates, comparisons, scorers, analyses, prompt_sets, continuations, perturbations, saliency_prompts, default_probe, prompts_per_set, groups_from, prompts_per_group"),
+     "suite.yaml:2: versoin: unknown key; did you mean version? allowed: suite, version, description, citation, kind, include, extend, sampling, truncate, groups, templates, comparisons, scorers, analyses, prompt_sets, continuations, perturbations, saliency_prompts, default_probe, prompts_per_set, groups_from, prompts_per_group, prompt_file"),
     (("attributes: {axis: species}}\ntemplates", "attributes: {kind: x}}\ntemplates"),
      "suite.yaml:5: groups[1].attributes: attributes must be a mapping that names the group's axis (e.g. axis: gender)"),
 ])

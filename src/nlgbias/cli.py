@@ -38,6 +38,7 @@ from nlgbias.store.export import out_of_space
 from nlgbias.store.lock import hold_folder
 from nlgbias.suites import list_suites, load_suite
 from nlgbias.suites.names import names_suite_yaml
+from nlgbias.suites.prompt_files import prompt_counts
 from nlgbias.urls import redact
 from nlgbias.validate import LIMITS, bounded, check_out_file, check_out_folder
 
@@ -187,7 +188,8 @@ RUN_OPTIONS: list[tuple[tuple, dict]] = [
                                  "groups stop early.")),
     (("--prompts-per-group",), dict(default=None, metavar="N|all",
                                     help="A seeded sample of N prompts per group (drawn by --seed; recorded in "
-                                         "the manifest and the run id), or all [default: the suite's, else all].")),
+                                         "the manifest and the run id), or all [default: the suite's (bold 1, "
+                                         "holisticbias-regard 3), else all].")),
     (("--max-samples",), dict(type=int, default=None,
                               help=f"With --until-mde: samples per prompt at most (up to {LIMITS['max_samples']:,}) [default: 1000].")),
 ]
@@ -433,6 +435,9 @@ def suites(name) -> None:
     prompts = suite_prompts(suite)
     about = f"{suite.name} (version {suite.version}, {len(prompts)} prompts): {' '.join(suite.description.split())}"
     click.echo("\n".join(textwrap.wrap(about, width=LISTING_WIDTH, initial_indent="# ", subsequent_indent="# ")))
+    if "prompt_file" in suite.probe:  # a sample of a prompt file (bold): what each group holds in all
+        for row in prompt_counts(suite).itertuples():
+            click.echo(f"# {row.group:<32} {row.context:<20} {row.prompts:>6} prompts")
     if "context" not in prompts.columns:  # prompts without a template context (pronoun suites)
         for row in prompts.itertuples():
             click.echo(f"{row.prompt_id:<48} {row.prompt}")

@@ -89,6 +89,7 @@ REGISTRY: Registry = Registry("analysis", "nlgbias.analyses", {
     "occupations": "nlgbias.analyses.builtin:OCCUPATIONS",
     "gender_direction": "nlgbias.analyses.builtin:GENDER_DIRECTION",
     "regard_validity": "nlgbias.analyses.builtin:REGARD_VALIDITY",
+    "bold": "nlgbias.analyses.bold:BOLD",
     "pronouns": "nlgbias.probes.pronouns.analysis:PRONOUNS",
     "holisticbias_regard": "nlgbias.probes.holistic_bias.regard:HOLISTICBIAS_REGARD",
     "holisticbias_likelihood": "nlgbias.probes.holistic_bias.likelihood_stats:HOLISTICBIAS_LIKELIHOOD",

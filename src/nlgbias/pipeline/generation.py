@@ -235,7 +235,8 @@ def build_samples(plan: pd.DataFrame, prompts: pd.DataFrame, store: RunStore, su
         continuation, is_empty, sentence, scored_text``.
     """
     stored = store.generations(list(plan["generation_id"]))
-    table = plan.merge(stored, on="generation_id", how="left", validate="one_to_one")
+    # many_to_one: a prompt text that two groups share (BOLD) is one sample of the store in both
+    table = plan.merge(stored, on="generation_id", how="left", validate="many_to_one")
     if table["continuation"].isna().any():
         raise StoreError(f"{store.path}: {int(table['continuation'].isna().sum())} planned samples are missing after generation")
     table = table.merge(prompts.drop(columns=["prompt"]), on="prompt_id", how="left", validate="many_to_one")

@@ -22,7 +22,7 @@ from nlgbias.errors import InputError
 from nlgbias.metrics.power import FDR, POWER, family_alpha, samples_for_gap
 from nlgbias.report.folder import read_run_folder
 from nlgbias.scorers import list_scorers, scorer_base
-from nlgbias.suites import Suite, load_suite
+from nlgbias.suites import Suite, expand_suite, load_suite
 from nlgbias.validate import at_least, within
 
 MIN_MDE = 0.5  # percentage points: smaller gaps need more than 100,000 samples per prompt (the --samples limit)
@@ -65,13 +65,23 @@ class Plan:
 def suite_comparisons(suite, n_models: int, scorers=None) -> int:
     """Comparisons a run of ``suite`` on ``n_models`` models tests together (gaps, model gaps and,
     with several models, gap differences)."""
-    contexts = len({t.context for t in suite.templates})
+    # a prompt-file suite's groups each live in one context (bold: a subgroup in its domain)
+    contexts = 1 if "prompt_file" in suite.probe else len(_prompts_per_context(suite))
     n_scorers = len(scorers if scorers is not None else suite.scorers)
     model_pairs = n_models * (n_models - 1) // 2
     group_gaps = n_models * contexts * n_scorers * GAP_LABELS * len(suite.comparisons)
     model_gaps = contexts * n_scorers * len(suite.groups) * GAP_LABELS * model_pairs
     gap_differences = contexts * n_scorers * GAP_LABELS * len(suite.comparisons) * model_pairs
     return group_gaps + model_gaps + gap_differences
+
+
+def _prompts_per_context(suite) -> pd.Series:
+    """Prompts each group has in each context: its templates there, or, for a suite with a prompt
+    file (bold), the fewest sampled prompts of any group in that context."""
+    if "prompt_file" in suite.probe:
+        sampled = expand_suite(suite).groupby(["context", "group"], sort=False).size()
+        return sampled.groupby(level=0, sort=False).min()
+    return pd.Series([t.context for t in suite.templates]).value_counts(sort=False)
 
 
 def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2, models: int = 1,
@@ -136,7 +146,7 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
     m = suite_comparisons(suite, models, scorers)
     alpha = family_alpha(m)
     n = samples_for_gap(gap, base_rate=base_rate, alpha=alpha, power=power)
-    prompts = pd.Series([t.context for t in suite.templates]).value_counts(sort=False)
+    prompts = _prompts_per_context(suite)
     table = pd.DataFrame({"context": prompts.index, "base_rate": base_rate, "prompts": prompts.to_numpy(),
                           "n_per_group": n})
     table["samples_per_prompt"] = [math.ceil(n / k) for k in table["prompts"]]

@@ -19,7 +19,7 @@ import pandas as pd
 from markupsafe import escape
 
 ROW = 16  # px per row: an 11 px label plus 5 px between labels
-TOP = 34  # title and top axis labels
+TOP = 44  # the title (baseline 16) and, under it, the reference line's value (baseline TOP - 10)
 BOTTOM = 40  # tick labels and the legend under the plot
 PLOT_WIDTH = 320  # px of the value axis
 CHAR_WIDTH = 7  # px per character of 11 px system-ui text, rounded up

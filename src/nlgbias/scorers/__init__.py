@@ -24,6 +24,7 @@ from nlgbias.submodules import lazy_submodules
 
 REGISTRY: Registry = Registry("scorer", "nlgbias.scorers", {
     "vader": "nlgbias.scorers.sentiment:VaderScorer",
+    "vader-bold": "nlgbias.scorers.sentiment:VaderBoldScorer",
     "textblob": "nlgbias.scorers.sentiment:TextBlobScorer",
     "regard": "nlgbias.scorers.regard:RegardScorer",
     "regard4": "nlgbias.scorers.regard:Regard4Scorer",

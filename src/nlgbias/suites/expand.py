@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from nlgbias.suites.loader import Suite, load_suite
+from nlgbias.suites.prompt_files import file_prompts
 from nlgbias.suites.sample import pick
 
 PROMPT_COLUMNS = ["prompt_id", "suite", "suite_version", "template_id", "template", "context",
@@ -42,6 +43,8 @@ def expand_suite(suite: Suite | str | Path) -> pd.DataFrame:
         variant), ``prompt_id`` ``"<template_id>|<group>|<variant index>"``, and a ``mention`` column (the
         variant in the prompt).  With a sample (``prompts_per_group``, :mod:`nlgbias.suites.sample`) each
         group keeps that many of its prompts.
+        A suite with a ``prompt_file`` (BOLD) gives its sampled prompts instead
+        (:func:`nlgbias.suites.prompt_files.file_prompts`).
 
     Examples
     --------
@@ -55,6 +58,8 @@ def expand_suite(suite: Suite | str | Path) -> pd.DataFrame:
     60
     """
     suite = loaded_suite(suite)
+    if "prompt_file" in suite.probe:  # prompts from a file (BOLD): the run's sample of it
+        return file_prompts(suite)[PROMPT_COLUMNS]
     names = attribute_names(suite)
     n = suite.sample.get("prompts_per_group")
     variants = any(g.variants for g in suite.groups)

@@ -21,17 +21,19 @@ from typing import Any
 
 import yaml
 
-from nlgbias.errors import SuiteError
+from nlgbias.errors import InputError, SuiteError
 from nlgbias.resources import package_path
 from nlgbias.sampling import SamplingParams
+from nlgbias.suites.prompt_files import check_per_group, prompt_folder, read_prompt_folder
 
 TOP_KEYS = (
     "suite", "version", "description", "citation", "kind", "include", "extend",
     "sampling", "truncate", "groups", "templates", "comparisons", "scorers", "analyses",
     "prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe", "prompts_per_set",
-    "groups_from", "prompts_per_group",
+    "groups_from", "prompts_per_group", "prompt_file",
 )
 GROUP_SOURCES = ("holistic_bias",)  # groups_from: the groups a suite takes from a shipped data set
+PROMPT_FILE_KEYS = ("source", "per_group")
 PRONOUN_KEYS = ("prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe",
                 "prompts_per_set")
 PERTURBATIONS = ("orig", "replace", "delete")
@@ -414,8 +416,17 @@ def _build(raw: _Raw) -> Suite:
     if source is not None and raw.lists["groups"]:
         raise source_doc.fail(("groups_from",), "a suite takes groups from groups_from or lists them in groups, "
                                                 "not both")
-    groups = _holistic_groups() if source is not None else _groups(raw.lists["groups"], doc)
-    templates = _templates(raw.lists["templates"], doc)
+    probe: dict[str, Any] = {}
+    if "prompt_file" in raw.scalars:
+        if source is not None or "prompts_per_group" in raw.scalars:
+            key = "groups_from" if source is not None else "prompts_per_group"
+            raise raw.scalars[key][1].fail((key,), "a suite with a prompt_file takes its groups and sample size "
+                                                   "(per_group) from prompt_file; remove this key")
+        groups, probe = _prompt_file(raw)
+        templates: list[Template] = []
+    else:
+        groups = _holistic_groups() if source is not None else _groups(raw.lists["groups"], doc)
+        templates = _templates(raw.lists["templates"], doc)
     per_group, per_group_doc = raw.scalars.get("prompts_per_group", (None, doc))
     if per_group is not None and (isinstance(per_group, bool) or not isinstance(per_group, int) or per_group < 1):
         raise per_group_doc.fail(("prompts_per_group",), f"must be a whole number of at least 1, got {per_group!r}")
@@ -443,7 +454,7 @@ def _build(raw: _Raw) -> Suite:
         name=name, version=version, description=texts["description"], citation=texts["citation"],
         kind=kind, groups=tuple(groups), templates=tuple(templates), comparisons=tuple(comparisons),
         sampling=sampling, truncate=truncate, scorers=tuple(scorers), path=str(doc.path),
-        analyses=tuple(dict.fromkeys(analyses)), kind_at=kind_at,
+        analyses=tuple(dict.fromkeys(analyses)), kind_at=kind_at, probe=probe,
         sample={"prompts_per_group": per_group, "seed": 0} if per_group else {},
         analyses_at=tuple(f"{analyses_doc.where(('analyses', i))}: {_dotted(('analyses', i))}" for i in first),
     )
@@ -465,6 +476,40 @@ def _holistic_groups() -> list[Group]:
                                                  "bucket": first["bucket"],
                                                  "preference": first["descriptor_preference"]}, texts))
     return groups
+
+
+def _prompt_file(raw: _Raw) -> tuple[list[Group], dict[str, Any]]:
+    """A suite with ``prompt_file: {source, per_group}``: its groups (one per group of the prompt
+    files, ``axis`` = the file's context) and its ``probe`` entry (:mod:`nlgbias.suites.prompt_files`)."""
+    value, doc = raw.scalars["prompt_file"]
+    for key in ("groups", "templates"):
+        if raw.lists[key]:
+            raise raw.lists[key][0].doc.fail((key,), "a suite with a prompt_file takes its groups and prompts from "
+                                                     "that file; remove this key")
+    if not isinstance(value, dict) or not isinstance(value.get("source"), str):
+        raise doc.fail(("prompt_file",), "a mapping with source (a folder of <context>_prompt.json files) and "
+                                         "per_group (prompts a run samples from each group, or all)")
+    for key in value:
+        if key not in PROMPT_FILE_KEYS:
+            raise doc.fail(("prompt_file", key), _unknown_key(key, PROMPT_FILE_KEYS))
+    folder = prompt_folder(value["source"], doc.path.parent)
+    if folder is None:
+        raise doc.fail(("prompt_file", "source"), f"{value['source']!r}: no folder of JSON prompt files next to the "
+                                                   f"suite, at that path or in the package data")
+    try:
+        per_group = check_per_group(value.get("per_group", 1))
+    except InputError:
+        raise doc.fail(("prompt_file", "per_group"), "a whole number of at least 1, or all") from None
+    table, digest = read_prompt_folder(folder)
+    groups = []
+    for context, group in dict.fromkeys(zip(table["context"], table["group"])):
+        if not ID_PATTERN.match(group):
+            raise doc.fail(("prompt_file", "source"), f"{folder}: group {group!r} is not a usable id")
+        groups.append(Group(group, group.replace("_", " "), {"axis": context}))
+    if len({g.id for g in groups}) != len(groups):
+        raise doc.fail(("prompt_file", "source"), f"{folder}: a group appears in two contexts")
+    return groups, {"prompt_file": {"source": value["source"], "per_group": per_group, "seed": 0,
+                                    "sha256": digest, "prompts": int(len(table))}}
 
 
 def _need_text(item: _Item, key: str) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 from nlgbias.errors import InputError, option
 from nlgbias.keys import cell_seed
 from nlgbias.suites.loader import MAX_PROMPTS, Suite, hashed
+from nlgbias.suites.prompt_files import with_prompt_sample
 
 
 def pick(total: int, n: int | str | None, *, seed: int, key: str) -> np.ndarray:
@@ -57,7 +58,10 @@ def per_group(value: int | str) -> int | str:
 def with_sample(suite: Suite, prompts_per_group: int | str | None, seed: int) -> Suite:
     """``suite`` sampled to ``prompts_per_group`` prompts per group by ``seed`` (the suite's own
     ``prompts_per_group`` where None; the suite unchanged where it has none either; ``all``: every
-    prompt, recorded as such)."""
+    prompt, recorded as such).  A suite with a ``prompt_file`` (BOLD) is sampled by
+    :func:`nlgbias.suites.prompt_files.with_prompt_sample`, stratified per group."""
+    if "prompt_file" in suite.probe:  # a prompt-file suite (BOLD) samples each group's prompts from its file
+        return with_prompt_sample(suite, prompts_per_group, seed)
     n = suite.sample.get("prompts_per_group") if prompts_per_group is None else per_group(prompts_per_group)
     if n is None:
         return suite
