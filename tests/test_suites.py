@@ -85,7 +85,7 @@ def test_content_hash_follows_content_not_formatting(tmp_path):
     (("{id: b, text: The dog", "{id: b, text: The cat"), "suite.yaml:5: groups[1].text: duplicate group text 'The cat' (also groups[0])"),
     (("version: 2", "version: two"), "suite.yaml:2: version: must be a positive integer, got 'two'"),
     (("version: 2", "versoin: 2"),
-     "suite.yaml:2: versoin: unknown key; did you mean version? allowed: suite, version, description, citation, kind, include, extend, sampling, truncate, groups, templates, comparisons, scorers, analyses, prompt_sets, continuations, perturbations, saliency_prompts, default_probe, prompts_per_set, groups_from, prompts_per_group, prompt_file"),
+     "suite.yaml:2: versoin: unknown key; did you mean version? allowed: suite, version, description, citation, kind, include, extend, sampling, truncate, groups, templates, comparisons, scorers, analyses, prompt_sets, continuations, perturbations, saliency_prompts, default_probe, prompts_per_set, groups_from, prompts_per_group, prompt_file, samples"),
     (("attributes: {axis: species}}\ntemplates", "attributes: {kind: x}}\ntemplates"),
      "suite.yaml:5: groups[1].attributes: attributes must be a mapping that names the group's axis (e.g. axis: gender)"),
 ])
@@ -169,3 +169,20 @@ def test_unknown_suite_name_lists_builtins():
                                  + ", ".join(list_suites()))
     assert "holisticbias-regard, kirk2021-identity" in str(caught.value)
     assert "sheng2019, sheng2019-intersectional" in str(caught.value)
+
+
+def test_a_suite_sets_its_own_samples_per_prompt_and_a_run_overrides_it(tmp_path):
+    from nlgbias.pipeline.audit import RunConfig
+
+    assert RunConfig.create("holisticbias-regard", models=["fake"]).samples == 1  # one continuation, as ROBBIE
+    assert RunConfig.create("holisticbias-regard", models=["fake"], samples=3).samples == 3
+    assert RunConfig.create("sheng2019", models=["fake"]).samples == 100
+    assert "samples" not in load_suite("sheng2019").to_dict()  # other suites' content hash (run id) unchanged
+    path = tmp_path / "suite.yaml"
+    path.write_text("suite: s\nsamples: 7\ngroups: [{id: a, text: The cat, attributes: {axis: pet}}, {id: b, text: The dog, attributes: {axis: pet}}]\n"
+                    "templates: [{id: t, context: c, text: '{group} was'}]\n")
+    assert RunConfig.create(str(path), models=["fake"], scorers=["vader"]).samples == 7
+    path.write_text(path.read_text().replace("samples: 7", "samples: 0"))
+    with pytest.raises(SuiteError, match=r"suite.yaml:2: samples: samples per prompt when a run does not say: a whole "
+                                         r"number from 1 to 10,000, got 0"):
+        load_suite(str(path))

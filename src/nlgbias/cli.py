@@ -72,8 +72,9 @@ SHARED_OPTIONS = {
         multiple=True, metavar="MODEL",
         help="Embedded alias, GGUF file, model folder, hub id, or openai:NAME[@URL]. Repeat to compare models. "
              "[default: smollm2-135m]")),
-    "samples": (("--samples",), dict(type=int, default=100, show_default=True,
-                                     help=f"Samples per prompt and model (at most {LIMITS['samples']:,}).")),
+    "samples": (("--samples",), dict(type=int, default=None,
+                                     help=f"Samples per prompt and model (at most {LIMITS['samples']:,}) "
+                                          f"[default: the suite's (holisticbias-regard 1), else 100].")),
     "seed": (("--seed",), dict(type=int, default=0, show_default=True,
                                help="Run seed; each sample's seed derives from it.")),
     "out": (("--out",), dict(type=OUT_PATH, default=Path("runs/nlgbias"), show_default=True,

@@ -111,7 +111,7 @@ class RunConfig:
     batch_auto: dict | None = None  # how --batch-size auto chose batch_size (nlgbias.models.batching)
 
     @classmethod
-    def create(cls, suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int = 100,
+    def create(cls, suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int | None = None,
                seed: int = 0, batch_size: int | str = "auto", max_new_tokens: int | None = None,
                temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
                scorers: Sequence[str] | None = None, backend_options: BackendOptions | None = None,
@@ -120,11 +120,11 @@ class RunConfig:
                max_samples: int | None = None, prompts_per_group: int | str | None = None) -> RunConfig:
         """Check the options of :func:`run` (one-line :class:`InputError` on the first bad one) and resolve them."""
         options = backend_options or BackendOptions()
-        check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
+        check_run_options(samples=samples if samples is not None else 1, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
                           device=options.device, concurrency=options.concurrency, timeout=options.timeout,
                           max_retries=options.max_retries, api_base=options.api_base, models=models,
                           cooldown=options.cooldown)
-        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
             raise InputError(f"{option('--samples', samples)}: must be a whole number of at least 1")
         if not models:
             raise InputError(f"{option('--model', keyword='models')}: give at least one model")
@@ -132,6 +132,8 @@ class RunConfig:
             raise InputError(f"{option('--model', keyword='models')}: the same model is given twice ({', '.join(models)})")
         suite = suite if isinstance(suite, Suite) else load_suite(suite)
         suite = with_sample(suite, prompts_per_group, seed)  # --prompts-per-group (or the suite's own sample)
+        if samples is None:  # the suite's own (holisticbias-regard: 1, as ROBBIE), else 100
+            samples = suite.samples if suite.samples is not None else DEFAULT_SAMPLES
         measurement = measurement_for(suite)
         check_analyses(suite)
         precision = _precision_target(suite, models, samples=samples, until_mde=until_mde, max_samples=max_samples)
@@ -212,7 +214,7 @@ class RunConfig:
         }
 
 
-def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int = 100,
+def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int | None = None,
         seed: int = 0, out: str | Path = "runs/nlgbias", batch_size: int | str = "auto",
         max_new_tokens: int | None = None, temperature: float | None = None, top_k: int | None = None,
         top_p: float | None = None, scorers: Sequence[str] | None = None,
@@ -229,8 +231,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         Built-in suite name, YAML path, or a loaded suite.
     models : sequence of str
         ``--model`` values (aliases, paths, hub ids, ``openai:NAME``); compared side by side.
-    samples : int, default=100
-        Samples per prompt and model.
+    samples : int, optional
+        Samples per prompt and model; default: the suite's ``samples`` (``holisticbias-regard``: 1), else 100.
     seed : int, default=0
     out : path
         Output folder; holds the run store, so rerunning the same call resumes it.
@@ -363,6 +365,7 @@ def peak_memory_gb() -> float:
 
 
 DEFAULT_MAX_SAMPLES = 1000  # --max-samples when --until-mde comes without one
+DEFAULT_SAMPLES = 100  # --samples when neither the run nor the suite says
 
 
 def _precision_target(suite: Suite, models: Sequence[str], *, samples: int, until_mde, max_samples):

@@ -30,7 +30,7 @@ TOP_KEYS = (
     "suite", "version", "description", "citation", "kind", "include", "extend",
     "sampling", "truncate", "groups", "templates", "comparisons", "scorers", "analyses",
     "prompt_sets", "continuations", "perturbations", "saliency_prompts", "default_probe", "prompts_per_set",
-    "groups_from", "prompts_per_group", "prompt_file",
+    "groups_from", "prompts_per_group", "prompt_file", "samples",
 )
 GROUP_SOURCES = ("holistic_bias",)  # groups_from: the groups a suite takes from a shipped data set
 PROMPT_FILE_KEYS = ("source", "per_group")
@@ -56,6 +56,7 @@ PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 MAX_SUITE_BYTES = 5_000_000  # a suite lists templates and groups; the largest built-in one is ~40 kB
 MAX_SUITE_NODES = 500_000  # YAML nodes after resolving aliases (a "billion laughs" file stops here)
 MAX_PROMPTS = 100_000  # templates x groups
+MAX_DEFAULT_SAMPLES = 10_000  # a suite's own samples per prompt (``samples:``)
 TRUNCATE_PATTERN = re.compile(r"^(first_sentence|none|words:[1-9][0-9]*)$")
 
 
@@ -109,6 +110,7 @@ class Suite:
     probe: dict[str, Any] = field(default_factory=dict)  # pronoun suites: prompt sets and settings
     # the seeded sample of prompts per group (``prompts_per_group``, ``seed``; nlgbias.suites.sample), or {}
     sample: dict[str, Any] = field(default_factory=dict)
+    samples: int | None = None  # samples per prompt when the run does not say (``samples:``; else 100)
     content_hash: str = field(default="")
     # "file:line: analyses[i]" of each name in ``analyses`` (for messages; not in the content or its hash)
     analyses_at: tuple[str, ...] = field(default=(), compare=False, repr=False)
@@ -134,6 +136,8 @@ class Suite:
         }
         if self.sample:  # only where set, so that the content hash of every other suite stays as it was
             out["sample"] = dict(self.sample)
+        if self.samples is not None:  # likewise
+            out["samples"] = self.samples
         return out
 
     @classmethod
@@ -430,6 +434,11 @@ def _build(raw: _Raw) -> Suite:
     per_group, per_group_doc = raw.scalars.get("prompts_per_group", (None, doc))
     if per_group is not None and (isinstance(per_group, bool) or not isinstance(per_group, int) or per_group < 1):
         raise per_group_doc.fail(("prompts_per_group",), f"must be a whole number of at least 1, got {per_group!r}")
+    default_samples, samples_doc = raw.scalars.get("samples", (None, doc))
+    if default_samples is not None and (isinstance(default_samples, bool) or not isinstance(default_samples, int)
+                                        or not 1 <= default_samples <= MAX_DEFAULT_SAMPLES):
+        raise samples_doc.fail(("samples",), f"samples per prompt when a run does not say: a whole number from 1 "
+                                             f"to {MAX_DEFAULT_SAMPLES:,}, got {default_samples!r}")
     count = sum(min(per_group, n) if per_group else n for n in (len(templates) * len(g.texts) for g in groups))
     if count > MAX_PROMPTS:
         raise doc.fail(("templates",), f"{len(templates)} templates x {len(groups)} groups = "
@@ -455,7 +464,7 @@ def _build(raw: _Raw) -> Suite:
         kind=kind, groups=tuple(groups), templates=tuple(templates), comparisons=tuple(comparisons),
         sampling=sampling, truncate=truncate, scorers=tuple(scorers), path=str(doc.path),
         analyses=tuple(dict.fromkeys(analyses)), kind_at=kind_at, probe=probe,
-        sample={"prompts_per_group": per_group, "seed": 0} if per_group else {},
+        sample={"prompts_per_group": per_group, "seed": 0} if per_group else {}, samples=default_samples,
         analyses_at=tuple(f"{analyses_doc.where(('analyses', i))}: {_dotted(('analyses', i))}" for i in first),
     )
 
