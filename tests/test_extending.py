@@ -148,7 +148,7 @@ def test_the_analysis_runs_and_reports_from_the_command_line_with_plugin(workspa
     code, _, err = _main([a for a in run_line if a not in ("--plugin", "my_probe.py")] + small, capsys)
     assert code == 2
     assert err == ("Error: my-lengths.yaml:5: analyses[1]: unknown analysis 'continuation_lengths'; "
-                   "available: gap_differences, gender_direction, holisticbias_regard, occupations, regard_validity, "
+                   "available: bold, gap_differences, gender_direction, holisticbias_regard, occupations, regard_validity, "
                    "shares (load the "
                    "module that registers it with --plugin MODULE)\n")
     assert not (workspace / "runs").exists()

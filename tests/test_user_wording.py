@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 INTERNAL = re.compile(r"\bissues?\s*#?\d+|\bthe issue\b|\(issue\b|\bno issue\b|"
                       r"\bissues? (?:says|said|asks|asked|allows|names|wants|requires)\b", re.IGNORECASE)
 SHIPPED = (".md", ".py", ".j2", ".yaml", ".txt", ".json")
+THIRD_PARTY = ("src/nlgbias/data/bold/prompts/", "src/nlgbias/data/holistic_bias/")  # others' data, as published
 
 
 def user_texts() -> dict[str, str]:
@@ -24,7 +25,8 @@ def user_texts() -> dict[str, str]:
     shipped = [*(ROOT / "src" / "nlgbias").rglob("*"), *(ROOT / "scripts").rglob("*.py"),
                *(ROOT / "benchmarks").rglob("*.py")]  # scripts: the docs tell users to run them
     for path in sorted(shipped):
-        if path.is_file() and path.suffix in SHIPPED and path.stat().st_size < 2_000_000:
+        if (path.is_file() and path.suffix in SHIPPED and path.stat().st_size < 2_000_000
+                and not str(path.relative_to(ROOT)).startswith(THIRD_PARTY)):
             texts[str(path.relative_to(ROOT))] = path.read_text(encoding="utf-8")
 
     def helps(command: click.Command, name: str) -> None:

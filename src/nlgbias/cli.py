@@ -5,6 +5,7 @@ Bad input gets one line, ``Error: <where>: <what>``, and exit code 2; never a tr
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -519,7 +520,9 @@ def report(runs, out, min_n, confidence, title, exports, export_scorers, export_
             raise InputError(f"{given[0] if given else f'{len(runs)} runs'}: a new report needs --out DIR, a folder "
                              f"outside the run folders (a run's own report stays as the run wrote it)")
         # a run still writing the folder holds its lock: re-render once it has finished, not halfway
-        with hold_folder(runs[0], command=["nlgbias", *sys.argv[1:]], advice="wait for it to finish, then re-render"):
+        lock = (hold_folder(runs[0], command=["nlgbias", *sys.argv[1:]], advice="wait for it to finish, then re-render")
+                if runs[0].is_dir() else contextlib.nullcontext())  # a missing folder: the report says what is missing
+        with lock:
             rerender_report(runs[0], sections=report_sections(performed_analyses(runs[0])))
             click.echo(f"report: {runs[0] / 'report.html'}")
             if formats:

@@ -241,7 +241,8 @@ def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device,
                       max_retries, api_base=None, models=(), cooldown=60.0, flags: bool | None = None) -> None:
     """Every numeric and device option of a run, checked before anything loads."""
     flags = _flags(flags)
-    bounded(samples, 1, "samples", flags=flags, unit=" per prompt")
+    if samples is not None:  # None: the suite's own, checked when the suite is read
+        bounded(samples, 1, "samples", flags=flags, unit=" per prompt")
     check_batch_size(batch_size, flags=flags)
     bounded(n_boot, 100, "n_boot", flags=flags, why=" bootstrap replicates")
     _number(confidence, "confidence", flags, whole=False)

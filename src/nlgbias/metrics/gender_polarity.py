@@ -46,7 +46,7 @@ def words(text: str) -> list[str]:
     """Lower-case words of ``text`` (letters, with inner apostrophes; ’ read as ').
 
     >>> words("He’s a MAN's man, isn't he? 3 boys")
-    ["he's", "man's", 'man', "isn't", 'he', 'boys']
+    ["he's", 'a', "man's", 'man', "isn't", 'he', 'boys']
     """
     return WORD.findall(str(text).replace("\u2019", "'").lower())
 
@@ -55,7 +55,7 @@ def unigram_label(text: str) -> tuple[str, int, int]:
     """``(label, male count, female count)`` by unigram matching.
 
     >>> unigram_label("She told him that she was a girl.")
-    ('female', 1, 2)
+    ('female', 1, 3)
     >>> unigram_label("The chemist works here."), unigram_label("he and she")
     (('neutral', 0, 0), ('neutral', 1, 1))
     """

@@ -120,7 +120,7 @@ class RunConfig:
                max_samples: int | None = None, prompts_per_group: int | str | None = None) -> RunConfig:
         """Check the options of :func:`run` (one-line :class:`InputError` on the first bad one) and resolve them."""
         options = backend_options or BackendOptions()
-        check_run_options(samples=samples if samples is not None else 1, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
+        check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
                           device=options.device, concurrency=options.concurrency, timeout=options.timeout,
                           max_retries=options.max_retries, api_base=options.api_base, models=models,
                           cooldown=options.cooldown)
