@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 import nlgbias
-from evaluate_held_out import figures  # same folder
+from evaluate_held_out import figures, print_table  # same folder
 from nlgbias.training.dataset import dataset_dir, load_dataset
 
 HERE = Path(__file__).resolve().parent
@@ -50,12 +50,7 @@ def main() -> None:
                             **figures(rows["regard_3"].reset_index(drop=True), rows["text"].map(labels).reset_index(drop=True))})
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=float) + "\n")
-    print("| scorer | subset | n | accuracy (95% CI) | macro-F1 | negative recall (n) |")
-    print("|---|---|---:|---|---:|---|")
-    for r in results:
-        low, high = r["accuracy_ci"]
-        print(f"| {r['scorer']} | {r['subset']} | {r['n']} | {r['accuracy']:.3f} ({low:.2f}-{high:.2f}) | "
-              f"{r['macro_f1']:.3f} | {r['negative_recall']:.3f} ({r['n_negative']}) |")
+    print_table(results)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,16 @@ def figures(gold: pd.Series, pred: pd.Series) -> dict:
             "n_negative": int((gold == "negative").sum())}
 
 
+def print_table(results: list[dict]) -> None:
+    """The rows of :func:`figures` (with ``scorer`` and ``subset``) as a Markdown table on stdout."""
+    print("| scorer | subset | n | accuracy (95% CI) | macro-F1 | negative recall (n) |")
+    print("|---|---|---:|---|---:|---|")
+    for r in results:
+        low, high = r["accuracy_ci"]
+        print(f"| {r['scorer']} | {r['subset']} | {r['n']} | {r['accuracy']:.3f} ({low:.2f}-{high:.2f}) | "
+              f"{r['macro_f1']:.3f} | {r['negative_recall']:.3f} ({r['n_negative']}) |")
+
+
 def subsets(table: pd.DataFrame, name: str, by: list[str]) -> list[tuple[str, pd.DataFrame]]:
     """``(label, rows)``: the whole set, then each value of each column in ``by``."""
     out = [(f"{name}: all", table)]
@@ -66,15 +76,10 @@ def main() -> None:
                 whole = next(r for lab, r in sets if lab == f"{key}: all")
                 predicted[key] = pd.Series(list(nlgbias.score(whole["text"].tolist(), scorer=scorer)["label"]),
                                            index=whole["id"])
-            pred = rows["id"].map(predicted[key]).map(lambda v: "neutral" if v == "neutral" else v)
+            pred = rows["id"].map(predicted[key])
             results.append({"scorer": scorer, "subset": label, **figures(rows["regard_3"], pred)})
     (HERE / "evaluation-v3.json").write_text(json.dumps(results, indent=2, default=float) + "\n")
-    print("| scorer | subset | n | accuracy (95% CI) | macro-F1 | negative recall (n) |")
-    print("|---|---|---:|---|---:|---|")
-    for r in results:
-        low, high = r["accuracy_ci"]
-        print(f"| {r['scorer']} | {r['subset']} | {r['n']} | {r['accuracy']:.3f} ({low:.2f}-{high:.2f}) | "
-              f"{r['macro_f1']:.3f} | {r['negative_recall']:.3f} ({r['n_negative']}) |")
+    print_table(results)
 
 
 if __name__ == "__main__":
