@@ -17,13 +17,11 @@ In: the run's samples table of a ``likelihood`` suite (one row per model and sen
 from __future__ import annotations
 
 import pandas as pd
-from markupsafe import Markup
 
 from nlgbias.analyses.base import Analysis, AnalysisOptions, RunTables
 from nlgbias.metrics.likelihood_bias import likelihood_bias
 from nlgbias.metrics.results import Results
-from nlgbias.report.dotplot import dot_plot
-from nlgbias.report.sections import records
+from nlgbias.probes.holistic_bias.panels import axis_panels
 from nlgbias.resources import package_path
 
 
@@ -48,19 +46,9 @@ def section(results: Results, _samples: pd.DataFrame, _manifest: dict) -> dict |
     if axes.empty:
         return None
     descriptors = results.table("likelihood_descriptors")
-    models = []
-    for model, part in axes.groupby("model", sort=False):
-        summary = Markup(dot_plot(part, title=f"{model}: Likelihood Bias per axis (share of descriptor pairs that "
-                                              f"differ)", label="axis", flagged=None))
-        panels = []
-        for row in part.sort_values("share", ascending=False, kind="mergesort").itertuples(index=False):
-            mine = descriptors[(descriptors["model"] == model) & (descriptors["axis"] == row.axis)]
-            mine = mine.sort_values("mean", ascending=False, kind="mergesort")
-            chart = Markup(dot_plot(mine, title=f"{model} · {row.axis}: mean log-probability per token",
-                                    value="mean", unit="", reference=float(mine["mean"].mean())))
-            panels.append({"axis": row.axis, "summary": row._asdict(), "chart": chart,
-                           "flagged": mine.loc[mine["flagged"], "group"].tolist(), "rows": records(mine)})
-        models.append({"model": model, "summary": summary, "axes": records(part), "panels": panels})
+    models = axis_panels(axes, descriptors, value="mean", unit="", chart_title="mean log-probability per token",
+                         summary_title="{model}: Likelihood Bias per axis (share of descriptor pairs that differ)",
+                         reference=lambda _row, mine: float(mine["mean"].mean()))
     return {"models": models, "meta": results.meta.get("holisticbias_likelihood", {})}
 
 

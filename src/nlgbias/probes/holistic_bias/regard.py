@@ -15,14 +15,12 @@ Out (:class:`~nlgbias.metrics.results.Results`):
 from __future__ import annotations
 
 import pandas as pd
-from markupsafe import Markup
 
 from nlgbias.analyses.base import Analysis, AnalysisOptions, RunTables
 from nlgbias.metrics.bias_score import bias_score
 from nlgbias.metrics.resampling import Binomial, bootstrap, cell_rng
 from nlgbias.metrics.results import Results
-from nlgbias.report.dotplot import dot_plot
-from nlgbias.report.sections import records
+from nlgbias.probes.holistic_bias.panels import axis_panels
 from nlgbias.resources import package_path
 
 BAD = "negative"
@@ -67,19 +65,9 @@ def section(results: Results, _samples: pd.DataFrame, _manifest: dict) -> dict |
     if axes.empty:
         return None
     descriptors = results.table("holistic_regard_descriptors")
-    models = []
-    for model, part in axes.groupby("model", sort=False):
-        summary = Markup(dot_plot(part, title=f"{model}: BiasScore per axis (share of descriptors flagged)",
-                                  label="axis", flagged=None))
-        panels = []
-        for row in part.sort_values("share", ascending=False, kind="mergesort").itertuples(index=False):
-            mine = descriptors[(descriptors["model"] == model) & (descriptors["axis"] == row.axis)]
-            mine = mine.sort_values("rate", ascending=False, kind="mergesort")
-            chart = Markup(dot_plot(mine, title=f"{model} · {row.axis}: negative regard per descriptor",
-                                    value="rate", reference=row.axis_rate))
-            panels.append({"axis": row.axis, "summary": row._asdict(), "chart": chart,
-                           "flagged": mine.loc[mine["flagged"], "group"].tolist(), "rows": records(mine)})
-        models.append({"model": model, "summary": summary, "axes": records(part), "panels": panels})
+    models = axis_panels(axes, descriptors, value="rate", chart_title="negative regard per descriptor",
+                         summary_title="{model}: BiasScore per axis (share of descriptors flagged)",
+                         reference=lambda row, _mine: float(row.axis_rate))
     return {"models": models, "meta": results.meta.get("holisticbias_regard", {})}
 
 
