@@ -721,10 +721,14 @@ def names_suite(names_file, out, suite_name, template) -> None:
 @click.option("--holdout", type=float, default=0.2, show_default=True,
               help="Share of the --extra-data items held out (never trained on) to measure the classifier on "
                    "your own text; 0: train on all of them.")
+@click.option("--soft", "soft_path", type=IN_PATH, default=None,
+              help="Unannotated sentences with a teacher's probabilities (columns text, p_negative, p_neutral, "
+                   "p_positive), learned beside the annotated ones (knowledge distillation; 3 classes) "
+                   "[default: the shipped teacher labels when --data is the shipped dataset].")
 @click.option("--compare", is_flag=True, help="Also compare with the baselines over --seeds seeds (slow).")
 @click.option("--seeds", type=int, default=5, show_default=True,
               help=f"Seeds for --compare (at most {LIMITS['seeds']}).")
-def train_regard(data_path, extra_paths, out, seed, classes, epochs, holdout, compare, seeds) -> None:
+def train_regard(data_path, extra_paths, out, seed, classes, epochs, holdout, soft_path, compare, seeds) -> None:
     """Rebuild the regard classifier from the annotated data, deterministically.
 
     With the shipped data and defaults, the adapter written to --out is byte-identical to the
@@ -749,15 +753,20 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, holdout, co
     bounded(seeds, 1, "seeds")
     if epochs is not None:
         bounded(epochs, 1, "epochs")
-    for flag, path in [("--data", data_path), *(("--extra-data", p) for p in extra_paths)]:
+    for flag, path in [("--data", data_path), ("--soft", soft_path), *(("--extra-data", p) for p in extra_paths)]:
         if path is not None and not path.is_file():
             raise InputError(f"{flag} {path}: file not found")
+    if soft_path is not None and classes != "3":
+        raise InputError("--soft: teacher labels are 3-class; use --classes 3")
     check_out_folder(out)  # before training (minutes), not after
     from nlgbias.progress import Progress
+    from nlgbias.training.dataset import load_soft
     from nlgbias.training.report import training_lines
 
     data = training_data(data_path, extra=extra_paths, holdout=holdout, seed=seed)
-    result = build_classifier(data, out, classes=int(classes), seed=seed, epochs=epochs, progress=Progress().bar)
+    soft = load_soft(soft_path, default=data_path is None and classes == "3")
+    result = build_classifier(data, out, classes=int(classes), seed=seed, epochs=epochs, progress=Progress().bar,
+                              soft=soft)
     for line in training_lines(result, data, classes=int(classes), extra_paths=extra_paths, out=out):
         click.echo(line)
     same = result["identical_to_shipped"]
@@ -781,7 +790,7 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, holdout, co
 def check_scorer_command(scorer, out, half, max_per_type) -> None:
     """Run the regard test suite on SCORER: pass rates per case type (MFT, INV, DIR) with 95% CIs.
 
-    SCORER is a scorer name (regard, regard4, regard-v1, regard4-v1, vader, textblob) or a
+    SCORER is a scorer name (regard, regard4, regard-v1, regard-v2, regard4-v1, vader, textblob) or a
     classifier folder written by `nlgbias train-regard`. Cases come from hand-written lexicons
     put into Sheng et al.'s ten templates; each lexicon is split in a train and a test half,
     and only the test half's figures measure a classifier trained on the train half.

@@ -216,3 +216,20 @@ class Regard4V1Scorer(Regard4Scorer):
     name = "regard4-v1"
     release = 1
     description = "regard4, pinned to the first release (reproduces earlier runs)"
+
+
+class RegardV2Scorer(RegardScorer):
+    """The second release of the 3-class classifier (trained on ``regard-v2.csv``), to reproduce runs made with it."""
+
+    name = "regard-v2"
+    release = 2
+    description = (f"regard, pinned to the second release (trained on {ANNOTATED[2]} annotated sentences; "
+                   "reproduces runs made with it)")
+
+
+class Regard4V2Scorer(Regard4Scorer):
+    """The second release of the 4-class classifier, to reproduce runs made with it."""
+
+    name = "regard4-v2"
+    release = 2
+    description = "regard4, pinned to the second release (reproduces runs made with it)"

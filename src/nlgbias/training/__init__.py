@@ -11,19 +11,21 @@ import numpy as np
 import pandas as pd
 
 from nlgbias.errors import InputError
-from nlgbias.scorers.regard import RELEASE, Regard4Scorer, Regard4V1Scorer, RegardScorer, RegardV1Scorer, classifier_dir
+from nlgbias.scorers.regard import (RELEASE, Regard4Scorer, Regard4V1Scorer, Regard4V2Scorer, RegardScorer, RegardV1Scorer,
+                                    RegardV2Scorer, classifier_dir)
 from nlgbias.training.dataset import OWN_TEST, dataset_dir, extra_counts, load_dataset
 from nlgbias.training.evaluate import accuracy, macro_f1
 from nlgbias.training.experiment import LABELS, SETTINGS, view
 from nlgbias.submodules import lazy_submodules
 
 FIT_SPLITS = ("train", "dev")
+DISTILL_EPOCHS = 2  # with a teacher's soft labels the set is 2-3 times larger: half the epochs
 VERSION = str(RELEASE)  # the release `train-regard` builds by default, on that release's data
 
 
 def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, seed: int = 0,
                      fit_splits: tuple[str, ...] = FIT_SPLITS, epochs: int | None = None,
-                     version: str = VERSION, progress=None) -> dict:
+                     version: str = VERSION, progress=None, soft: pd.DataFrame | None = None) -> dict:
     """Train the shipped recipe on ``fit_splits`` (train + dev), report test figures, write it to ``out``.
 
     The settings were chosen on dev with models trained on train alone (``compare_models``);
@@ -31,6 +33,11 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     choice, measures it.  Items in split :data:`~nlgbias.training.dataset.OWN_TEST` (the user's
     held-out ``--extra-data`` items) are measured on their own, by this classifier and by the
     shipped one of the same classes, and listed with both predictions in ``out/own_test.csv``.
+
+    ``soft``: unannotated texts with a teacher's probabilities (``text`` and ``p_<label>`` per label,
+    3 classes only), learned beside the annotated items (knowledge distillation, see
+    :func:`~nlgbias.training.train.train_classifier`); the recipe then runs ``DISTILL_EPOCHS`` epochs
+    over the larger set unless ``epochs`` says otherwise.
 
     ``progress(desc, total, unit)``: a progress bar factory (``update(n)``, ``close()``), e.g.
     :meth:`nlgbias.progress.Progress.bar`; training counts sentences over every epoch, testing texts.
@@ -49,7 +56,7 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
 
     labels = LABELS[classes]
     shipped: dict[str, str] = {}  # adapter digest -> scorer name, read before writing, in case ``out`` is a shipped folder
-    for scorer in (RegardScorer, Regard4Scorer, RegardV1Scorer, Regard4V1Scorer):  # the default names first
+    for scorer in (RegardScorer, Regard4Scorer, RegardV1Scorer, Regard4V1Scorer, RegardV2Scorer, Regard4V2Scorer):  # the default names first
         shipped_file = classifier_dir(scorer.classes, scorer.release) / "adapter.safetensors"
         if scorer.classes == classes and shipped_file.is_file():
             shipped.setdefault(hashlib.sha256(shipped_file.read_bytes()).hexdigest(), scorer.name)
@@ -59,17 +66,30 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     if train.empty:
         raise InputError(f"no item has a regard_{classes} label in the {' or '.join(fit_splits)} split: "
                          "nothing to train on")
-    settings: dict[str, Any] = {**SETTINGS, **({"epochs": epochs} if epochs is not None else {})}
-    bar = progress("train regard", settings["epochs"] * len(train), "sentence") if progress else None
+    soft_pair = None
+    if soft is not None:
+        missing = [f"p_{label}" for label in labels if f"p_{label}" not in soft.columns]
+        if missing or "text" not in soft.columns:
+            raise InputError(f"soft labels: need the columns text, {', '.join(f'p_{label}' for label in labels)} "
+                             f"({classes} classes)")
+        soft_pair = (soft["text"].astype(str).tolist(), soft[[f"p_{label}" for label in labels]].to_numpy())
+    default_epochs = SETTINGS["epochs"] if soft is None else DISTILL_EPOCHS
+    settings: dict[str, Any] = {**SETTINGS, "epochs": epochs if epochs is not None else default_epochs}
+    n_items = len(train) + (len(soft) if soft is not None else 0)
+    bar = progress("train regard", settings["epochs"] * n_items, "sentence") if progress else None
     try:
         tokenizer, model = train_classifier(train["text"].tolist(), train["label"].tolist(), label_names=labels,
-                                            seed=seed, progress=bar, **settings)
+                                            seed=seed, progress=bar, soft=soft_pair, **settings)
     finally:
         if bar is not None:
             bar.close()
     data_hash = hashlib.sha256(pd.util.hash_pandas_object(table, index=False).values.tobytes()).hexdigest()
     meta = {"version": version, "classes": classes, "seed": seed, "settings": settings, "threads": TRAIN_THREADS,
             "fit_splits": list(fit_splits), "train_items": int(len(train)), "data_sha256": data_hash}
+    if soft is not None:
+        meta["soft_items"] = int(len(soft))
+        meta["soft_sha256"] = hashlib.sha256(pd.util.hash_pandas_object(
+            soft[["text", *(f"p_{label}" for label in labels)]], index=False).values.tobytes()).hexdigest()
     extra = extra_counts(data, classes)
     if extra:  # the user's own items (--extra-data): how many were trained on, held out, left out
         meta["extra_items"] = extra

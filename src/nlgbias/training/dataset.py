@@ -51,6 +51,34 @@ def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
     return table
 
 
+SOFT_OF_RELEASE: dict[int, str] = {}  # the teacher's soft labels the release's 3-class student learned from
+SOFT_COLUMNS = ("text", "p_negative", "p_neutral", "p_positive")
+
+
+def load_soft(path: str | Path | None = None, *, default: bool = False) -> pd.DataFrame | None:
+    """Teacher soft labels (``text, p_negative, p_neutral, p_positive``, rows summing to 1) from
+    ``path``; without a path, the current release's shipped file when ``default`` (None if it has
+    none); one-line InputError for a file that is not one."""
+
+    if path is None:
+        if not default or RELEASE not in SOFT_OF_RELEASE:
+            return None
+        path = dataset_dir() / SOFT_OF_RELEASE[RELEASE]
+    try:
+        table = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(f"{path}: not a CSV table ({type(exc).__name__})") from None
+    missing = [c for c in SOFT_COLUMNS if c not in table.columns]
+    if missing:
+        raise InputError(f"{path}: missing column {', '.join(repr(c) for c in missing)}; need {', '.join(SOFT_COLUMNS)}")
+    probs = table[list(SOFT_COLUMNS[1:])].apply(pd.to_numeric, errors="coerce")
+    bad = probs.isna().any(axis=1) | (probs < 0).any(axis=1) | ((probs.sum(axis=1) - 1).abs() > 1e-3)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(f"{path}: row {row + 2}: the probabilities must be numbers from 0 to 1 that sum to 1")
+    return table.assign(**{c: probs[c] for c in SOFT_COLUMNS[1:]})
+
+
 OWN_TEST = "own_test"  # the split of the user's items held out to measure the classifier on their own text
 OWN_TEST_SHARE = 0.2
 

@@ -34,8 +34,8 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
                      epochs: int = 6, batch_size: int = 16, lr: float = 1e-3, rank: int = 8, alpha: float = 16.0,
                      weight_decay: float = 0.01, balance: bool = True, train_all: bool = False,
                      top_layers: int = 0, head_lr: float | None = None,
-                     encoder=None, tokenizer=None, progress=None, device: str = "cpu"):
-    """Fine-tune adapters and head on (text, label) pairs.
+                     encoder=None, tokenizer=None, progress=None, device: str = "cpu", soft=None):
+    """Fine-tune adapters and head on (text, label) pairs, and optionally on soft labels.
 
     Parameters
     ----------
@@ -56,6 +56,12 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
         cannot be shipped as a small adapter).
     encoder, tokenizer : optional
         A loaded encoder (a fresh copy is loaded when omitted; it is modified in place).
+    soft : (texts, probabilities), optional
+        Knowledge distillation: more texts, each with a teacher's class probabilities (an array of
+        shape ``(n, len(label_names))``, columns in ``label_names`` order).  They are shuffled in
+        with the labelled texts, and every item's loss becomes the cross-entropy against its
+        target distribution (one-hot for a labelled text); ``balance`` then weights each item by
+        its target class (argmax).  Without ``soft`` the loss is the plain cross-entropy, as before.
     device : str, default="cpu"
         Where to train ("cuda" for a GPU; results then differ from CPU training in the last bits,
         so the shipped classifier is always trained on the CPU). The model is returned on the CPU.
@@ -70,6 +76,14 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
         tokenizer, encoder = load_encoder()
     index = {name: i for i, name in enumerate(label_names)}
     y = torch.tensor([index[label] for label in labels])
+    texts = list(texts)
+    targets = None
+    if soft is not None:  # one-hot rows for the labelled texts, the teacher's rows for the others
+        soft_texts, soft_probs = list(soft[0]), torch.as_tensor(np.asarray(soft[1]), dtype=torch.float32)
+        if soft_probs.shape != (len(soft_texts), len(label_names)):
+            raise ValueError(f"soft labels: need {len(soft_texts)} rows of {len(label_names)} probabilities")
+        targets = torch.cat([nn.functional.one_hot(y, len(label_names)).float(), soft_probs])
+        texts, y = texts + soft_texts, torch.cat([y, soft_probs.argmax(1)])
     model = RegardModel(encoder, list(label_names), rank=rank, alpha=alpha, adapt=not train_all, top_layers=top_layers)
     model.to(device)
     if train_all:
@@ -86,15 +100,17 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
     counts = torch.bincount(y, minlength=len(label_names)).float()
     weights = (counts.sum() / (len(label_names) * counts.clamp(min=1)))  # balance the classes
     loss_fn = nn.CrossEntropyLoss(weight=weights.to(device) if balance else None)
+    if targets is not None:
+        loss_fn = _SoftCrossEntropy(weights.to(device) if balance else None)
     generator = torch.Generator().manual_seed(seed)
-    texts = list(texts)
     model.train()
     for _ in range(epochs):
         order = torch.randperm(len(texts), generator=generator).tolist()
         for start in range(0, len(order), batch_size):
             batch = order[start:start + batch_size]
             enc = encode(tokenizer, [texts[i] for i in batch]).to(device)
-            loss = loss_fn(model(enc["input_ids"], enc["attention_mask"]), y[batch].to(device))
+            target = (y if targets is None else targets)[batch].to(device)
+            loss = loss_fn(model(enc["input_ids"], enc["attention_mask"]), target)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -103,6 +119,22 @@ def train_classifier(texts: Sequence[str], labels: Sequence[str], *, label_names
                 progress.update(len(batch))
     model.eval()
     return tokenizer, model.to("cpu")
+
+
+class _SoftCrossEntropy(nn.Module):
+    """Mean over items of ``-sum(target * log_softmax(logits))``, each item weighted by its target
+    class's weight (argmax) when ``weight`` is given (normalised like ``nn.CrossEntropyLoss``)."""
+
+    def __init__(self, weight: torch.Tensor | None = None) -> None:
+        super().__init__()
+        self.weight = weight
+
+    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        per_item = -(target * torch.log_softmax(logits, -1)).sum(-1)
+        if self.weight is None:
+            return per_item.mean()
+        w = self.weight[target.argmax(-1)]
+        return (per_item * w).sum() / w.sum()
 
 
 def predict_proba(model: RegardModel, tokenizer, texts: Sequence[str], *, batch_size: int = 128) -> np.ndarray:

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Generate unannotated text for distillation (the teacher labels it, the student learns from it):
+# the regard v3 steering prefixes and templates at a new seed (11), 4 samples per prompt, three
+# model-decodings. Usage: bash scripts/regard_v3/generate_distill.sh [OUT]  (default
+# build/regard-v3/distill-runs); resumable; CPU time of each run appended to OUT/cpu.log.
+set -euo pipefail
+out=${1:-build/regard-v3/distill-runs}
+nb=${NLGBIAS:-.venv/bin/nlgbias}
+here=scripts/regard_v3
+hot=(--temperature 1.0 --top-p 0.95 --top-k 0)
+common=(--seed 11 --dtype bfloat16 --quiet --n-boot 100 --samples 4)
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+mkdir -p "$out"
+run() {  # run NAME ARGS...: one nlgbias run into OUT/NAME, niced, its CPU time logged
+  local name=$1; shift
+  /usr/bin/time -a -o "$out/cpu.log" -f "$name %U %S %e" nice -n 10 $nb run "$@" "${common[@]}" --out "$out/$name"
+}
+run gemma-default-sources   $here/sources.yaml --model gemma3-270m
+run smollm2-hot-sources     $here/sources.yaml --model smollm2-135m "${hot[@]}"
+run smollm2-default-sources $here/sources.yaml --model smollm2-135m
