@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generate unannotated text for distillation (the teacher labels it, the student learns from it):
-# the regard v3 steering prefixes and templates at a new seed (11), 4 samples per prompt, three
-# model-decodings. Usage: bash scripts/regard_v3/generate_distill.sh [OUT]  (default
+# the regard v3 steering prefixes and templates at a new seed (11), 4 samples per prompt, two
+# model-decodings (SmolLM2 at its default decoding is already most of the pool: the README's main job). Usage: bash scripts/regard_v3/generate_distill.sh [OUT]  (default
 # build/regard-v3/distill-runs); resumable; CPU time of each run appended to OUT/cpu.log.
 set -euo pipefail
 out=${1:-build/regard-v3/distill-runs}
@@ -17,4 +17,6 @@ run() {  # run NAME ARGS...: one nlgbias run into OUT/NAME, niced, its CPU time 
 }
 run gemma-default-sources   $here/sources.yaml --model gemma3-270m
 run smollm2-hot-sources     $here/sources.yaml --model smollm2-135m "${hot[@]}"
-run smollm2-default-sources $here/sources.yaml --model smollm2-135m
+# a second round (after the first student): Gemma on the Sheng templates at the suite's decoding
+common=(--seed 11 --dtype bfloat16 --quiet --n-boot 100 --samples 50)
+run gemma-default-sheng     sheng2019 --model gemma3-270m
