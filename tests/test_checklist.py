@@ -263,7 +263,7 @@ def test_regard_on_a_small_subset_and_as_a_classifier_folder():
     assert set(by_name.results["label"]) <= {"negative", "neutral", "positive"}
     by_folder = check_scorer(str(classifier_dir(3)), half="test", max_per_type=2)
     assert by_folder.results["label"].tolist() == by_name.results["label"].tolist()
-    assert by_folder.scorer == "regard (classifier-v2-3class)"
+    assert by_folder.scorer == "regard (classifier-v3-3class)"
     four = check_scorer(str(classifier_dir(4)), half="test", max_per_type=1)
     assert set(four.results["label"]) <= {"negative", "neutral", "positive", "other"}
 

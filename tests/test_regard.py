@@ -77,29 +77,42 @@ def test_run_metrics_keep_the_other_label_of_the_four_class_scorer():
 
 def test_the_shipped_release_is_what_train_regard_rebuilds_and_v1_stays_pinned():
     """The default classifiers' configs record the data, settings and threads `train-regard` uses by
-    default (the rebuild itself takes minutes: docs/regard.md); regard-v1 always loads release 1."""
+    default (the rebuild itself takes minutes: docs/regard.md): release 3's `regard` the v3 table and
+    the teacher's soft labels, `regard4` release 2; regard-v1 and regard-v2 always load their release."""
     import hashlib
     import json
 
     from nlgbias.scorers import get_scorer
-    from nlgbias.scorers.regard import RELEASE, classifier_dir
-    from nlgbias.training import SETTINGS, VERSION
-    from nlgbias.training.dataset import load_dataset
+    from nlgbias.scorers.regard import RELEASE, RELEASE_4CLASS, classifier_dir
+    from nlgbias.training import DISTILL_EPOCHS, SETTINGS, VERSION
+    from nlgbias.training.dataset import DATA_OF_RELEASE, dataset_dir, load_dataset, load_soft
     from nlgbias.training.experiment import view
 
-    for classes, name in ((3, "regard"), (4, "regard4")):
+    assert (RELEASE, RELEASE_4CLASS, VERSION) == (3, 2, "3")
+    soft = load_soft(default=True)  # what `nlgbias train-regard` learns from by default, beside the table
+    soft_hash = hashlib.sha256(pd.util.hash_pandas_object(
+        soft[["text", "p_negative", "p_neutral", "p_positive"]], index=False).values.tobytes()).hexdigest()
+    for classes, name, release in ((3, "regard", 3), (4, "regard4", 2)):
         folder = classifier_dir(classes)
+        assert folder == classifier_dir(classes, release)
         config = json.loads((folder / "config.json").read_text())
         assert config["adapter_sha256"] == hashlib.sha256((folder / "adapter.safetensors").read_bytes()).hexdigest()
-        table = view(load_dataset(), classes)  # what `nlgbias train-regard` trains on by default
+        table = view(load_dataset(dataset_dir() / DATA_OF_RELEASE[release]), classes)
         assert config["data_sha256"] == hashlib.sha256(pd.util.hash_pandas_object(table, index=False).values.tobytes()).hexdigest()
-        assert (config["version"], config["seed"], config["threads"]) == (VERSION, 0, 2) == (str(RELEASE), 0, 2)
-        assert config["settings"] == SETTINGS and config["fit_splits"] == ["train", "dev"]
+        assert (config["version"], config["seed"], config["threads"]) == (str(release), 0, 2)
+        assert config["fit_splits"] == ["train", "dev"]
         assert config["train_items"] == int(table["split"].isin(["train", "dev"]).sum())
-        assert get_scorer(name).version == f"regard-{RELEASE}+{config['adapter_sha256'][:12]}+onnx-int8-checked+alone"
-        pinned = json.loads((classifier_dir(classes, 1) / "config.json").read_text())
-        assert get_scorer(f"{name}-v1").version == f"regard-1+{pinned['adapter_sha256'][:12]}+onnx-int8-checked+alone"
-        assert get_scorer(f"{name}-v1").classes == classes
+        if release == 3:
+            assert config["settings"] == {**SETTINGS, "epochs": DISTILL_EPOCHS}
+            assert (config["soft_items"], config["soft_sha256"]) == (len(soft), soft_hash)
+        else:
+            assert config["settings"] == SETTINGS and "soft_items" not in config
+        assert get_scorer(name).version == f"regard-{release}+{config['adapter_sha256'][:12]}+onnx-int8-checked+alone"
+        for pinned_release in (1, 2):
+            pinned = json.loads((classifier_dir(classes, pinned_release) / "config.json").read_text())
+            scorer = get_scorer(f"{name}-v{pinned_release}")
+            assert scorer.version == f"regard-{pinned_release}+{pinned['adapter_sha256'][:12]}+onnx-int8-checked+alone"
+            assert scorer.classes == classes
 
 
 def test_checked_backend_recomputes_only_the_close_calls():

@@ -234,9 +234,9 @@ def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> 
     version = entry.get("version")
     classifier = entry.get("classifier")  # a classifier of the user's (--scorer regard:DIR)
     head = (version or "").split("+")[0]  # "regard-2+<adapter hash>[+backend]"
-    release = int(head[len("regard-"):]) if head in ("regard-1", "regard-2") else RELEASE
+    release = int(head[len("regard-"):]) if head in ("regard-1", "regard-2", "regard-3") else RELEASE
     measured = measured_validity(release)
-    held_out = [{"by": by, "kinds": len(rows), "n": sum(r["n"] for r in rows),
+    held_out = [{"by": by, "kinds": len(rows), "n": sum(r["n"] for r in rows), "names": ", ".join(r["held_out"] for r in rows),
                  "accuracy": (min(r["accuracy"] for r in rows), max(r["accuracy"] for r in rows)),
                  "negative_recall": (min(r["negative_recall"] for r in rows), max(r["negative_recall"] for r in rows))}
                 for by in dict.fromkeys(r["by"] for r in measured["held_out"])

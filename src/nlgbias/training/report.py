@@ -36,8 +36,9 @@ def training_lines(result: dict, data: pd.DataFrame, *, classes: int, extra_path
         tested += (f"; your {result['n_own_test']} held-out items: accuracy {_figure(result['own_test_accuracy'])}, "
                    f"macro-F1 {_figure(result['own_test_macro_f1'])} (the shipped classifier: accuracy "
                    f"{_figure(result['shipped_own_test_accuracy'])})")
+    soft = f" and {result['n_soft']} with a teacher's labels" if result.get("n_soft") else ""
     lines = [f"trained on {result['n_train']} sentences (train + dev" + (f"; {yours} of them yours" if counts else "")
-             + f"); {tested}; wrote {out}"]
+             + f"){soft}; {tested}; wrote {out}"]
     for path, c in zip(extra_paths, counts):
         lines.append(f"your items in {path}: {c['rows']} rows, {c['labelled']} with a {classes}-class regard label: "
                      f"{c['train']} trained on, {c['held_out']} held out to test"
