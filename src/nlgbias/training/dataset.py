@@ -40,15 +40,19 @@ def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
     that is not one."""
 
     source = Path(path) if path is not None else dataset_dir() / DATA_OF_RELEASE[RELEASE]
+    return _read_table(source, DATASET_COLUMNS, f"need at least {', '.join(DATASET_COLUMNS)} (like the shipped "
+                       "regard.csv, or the regard.csv that `nlgbias annotate import` writes)")
+
+
+def _read_table(path: Path, columns: Sequence[str], need: str) -> pd.DataFrame:
+    """A CSV table with ``columns`` (empty cells NaN); one-line InputError naming the file otherwise."""
     try:
-        table = pd.read_csv(source, keep_default_na=False, na_values=[""])
+        table = pd.read_csv(path, keep_default_na=False, na_values=[""])
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{source}: not a CSV table ({type(exc).__name__})") from None
-    missing = [c for c in DATASET_COLUMNS if c not in table.columns]
+        raise InputError(f"{path}: not a CSV table ({type(exc).__name__})") from None
+    missing = [c for c in columns if c not in table.columns]
     if missing:
-        raise InputError(f"{source}: missing column {', '.join(repr(c) for c in missing)}; need at least "
-                         f"{', '.join(DATASET_COLUMNS)} (like the shipped regard.csv, or the regard.csv that "
-                         f"`nlgbias annotate import` writes)")
+        raise InputError(f"{path}: missing column {', '.join(repr(c) for c in missing)}; {need}")
     return table
 
 
@@ -65,13 +69,7 @@ def load_soft(path: str | Path | None = None, *, default: bool = False) -> pd.Da
         if not default or RELEASE not in SOFT_OF_RELEASE:
             return None
         path = dataset_dir() / SOFT_OF_RELEASE[RELEASE]
-    try:
-        table = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{path}: not a CSV table ({type(exc).__name__})") from None
-    missing = [c for c in SOFT_COLUMNS if c not in table.columns]
-    if missing:
-        raise InputError(f"{path}: missing column {', '.join(repr(c) for c in missing)}; need {', '.join(SOFT_COLUMNS)}")
+    table = _read_table(Path(path), SOFT_COLUMNS, f"need {', '.join(SOFT_COLUMNS)}")
     probs = table[list(SOFT_COLUMNS[1:])].apply(pd.to_numeric, errors="coerce")
     bad = probs.isna().any(axis=1) | (probs < 0).any(axis=1) | ((probs.sum(axis=1) - 1).abs() > 1e-3)
     if bad.any():
