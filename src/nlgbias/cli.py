@@ -724,7 +724,7 @@ def names_suite(names_file, out, suite_name, template) -> None:
 @click.option("--soft", "soft_path", type=IN_PATH, default=None,
               help="Unannotated sentences with a teacher's probabilities (columns text, p_negative, p_neutral, "
                    "p_positive), learned beside the annotated ones (knowledge distillation; 3 classes) "
-                   "[default: the shipped teacher labels when --data is the shipped dataset].")
+                   "[default: the shipped teacher labels when --data is not given].")
 @click.option("--compare", is_flag=True, help="Also compare with the baselines over --seeds seeds (slow).")
 @click.option("--seeds", type=int, default=5, show_default=True,
               help=f"Seeds for --compare (at most {LIMITS['seeds']}).")
