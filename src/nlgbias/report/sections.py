@@ -21,7 +21,7 @@ from nlgbias.metrics.validity import THRESHOLD
 from nlgbias.report.findings import family_counts, family_tables, precision_line, top_findings
 from nlgbias.report.charts import ALONE_BAR_WIDTH, stacked_panels
 from nlgbias.report.svg import bar_chart, line_chart, scatter
-from nlgbias.scorers.regard import RELEASE, measured_validity
+from nlgbias.scorers.regard import ANNOTATED, RELEASE, measured_validity
 
 SIGNIFICANCE = FDR
 TOP_JOBS = 8
@@ -234,7 +234,8 @@ def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> 
     version = entry.get("version")
     classifier = entry.get("classifier")  # a classifier of the user's (--scorer regard:DIR)
     head = (version or "").split("+")[0]  # "regard-2+<adapter hash>[+backend]"
-    release = int(head[len("regard-"):]) if head in ("regard-1", "regard-2", "regard-3") else RELEASE
+    releases = {f"regard-{r}": r for r in ANNOTATED}  # every shipped release; another version: the default
+    release = releases.get(head, RELEASE)
     measured = measured_validity(release)
     held_out = [{"by": by, "kinds": len(rows), "n": sum(r["n"] for r in rows), "names": ", ".join(r["held_out"] for r in rows),
                  "accuracy": (min(r["accuracy"] for r in rows), max(r["accuracy"] for r in rows)),
