@@ -138,15 +138,16 @@ class _SoftCrossEntropy(nn.Module):
 
 
 def predict_proba(model: RegardModel, tokenizer, texts: Sequence[str], *, batch_size: int = 128) -> np.ndarray:
-    """Class probabilities, one row per text, columns in ``model.labels`` order."""
+    """Class probabilities, one row per text, columns in ``model.labels`` order (on the model's device)."""
     out = []
     texts = list(texts)
+    device = next(model.parameters()).device
     order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths together: less padding
     with torch.inference_mode():
         for start in range(0, len(texts), batch_size):
             chunk = order[start:start + batch_size]
-            enc = encode(tokenizer, [texts[i] for i in chunk])
-            out.append((chunk, torch.softmax(model(enc["input_ids"], enc["attention_mask"]).float(), -1).numpy()))
+            enc = encode(tokenizer, [texts[i] for i in chunk]).to(device)
+            out.append((chunk, torch.softmax(model(enc["input_ids"], enc["attention_mask"]).float(), -1).cpu().numpy()))
     probs = np.zeros((len(texts), len(model.labels)))
     for chunk, values in out:
         probs[chunk] = values

@@ -1,0 +1,100 @@
+"""Tables of ``holdout.py``'s runs: hold-out figures with 95% intervals, targets, LoRA vs full on dev.
+
+    python scripts/regard_v3/holdout_tables.py RUN_DIR [RUN_DIR ...] --json scripts/regard_v3/holdout-v3.json
+
+In: folders holding ``holdout.json`` and ``holdout-predictions.csv`` (one per ``holdout.py`` call;
+a run found in two folders is taken from the later one).  Out: Markdown on stdout and ``--json``:
+
+- ``holdouts``: per held-out source or family and recipe, ``n``, accuracy with a Wilson 95%
+  interval, macro-F1, negative recall with its Wilson interval and ``n_negative``, and whether the
+  issue's target is met (a source: accuracy and negative recall >= 0.85; a family: accuracy >= 0.82);
+- ``dev``: teacher settings on the dev split (trained on train alone), each against full
+  fine-tuning with the accuracy difference and a paired permutation p-value (Holm-adjusted over the
+  comparisons);
+- ``runs``: settings, device, training seconds, items trained on, pool size, copied from the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+
+from nlgbias.training.evaluate import paired_permutation_p
+from evaluate_held_out import figures  # same folder
+
+SOURCE_TARGET, FAMILY_TARGET = 0.85, 0.82
+RECIPES = ("teacher", "student", "gold_only")
+
+
+def wilson(hits: int, n: int) -> list[float]:
+    return [float(x) for x in proportion_confint(hits, n, alpha=0.05, method="wilson")] if n else [float("nan")] * 2
+
+
+def holdout_rows(preds: pd.DataFrame) -> list[dict]:
+    rows = []
+    for run, group in preds[~preds["run"].str.startswith("dev:")].groupby("run", sort=False):
+        kind = run.split(":")[0]
+        for recipe in (r for r in RECIPES if r in group and group[r].notna().all()):
+            fig = figures(group["gold"], group[recipe])
+            negative = group["gold"] == "negative"
+            fig["negative_recall_ci"] = wilson(int((group.loc[negative, recipe] == "negative").sum()), int(negative.sum()))
+            met = (fig["accuracy"] >= SOURCE_TARGET and fig["negative_recall"] >= SOURCE_TARGET if kind == "source"
+                   else fig["accuracy"] >= FAMILY_TARGET)
+            rows.append({"held_out": run, "recipe": recipe, **fig, "target_met": bool(met)})
+    return rows
+
+
+def dev_rows(preds: pd.DataFrame) -> list[dict]:
+    dev = preds[preds["run"].str.startswith("dev:")]
+    correct = {run: (g.set_index("id")["teacher"] == g.set_index("id")["gold"]) for run, g in dev.groupby("run")}
+    if "dev:full" not in correct:
+        return []
+    base = correct["dev:full"]
+    rows = [{"settings": run, "n": int(len(c)), "accuracy": float(c.mean()), "accuracy_ci": wilson(int(c.sum()), len(c)),
+             "minus_full": float(c.mean() - base.mean()),
+             "p": 1.0 if run == "dev:full" else paired_permutation_p(c.loc[base.index].to_numpy(), base.to_numpy())}
+            for run, c in correct.items()]
+    others = [r for r in rows if r["settings"] != "dev:full"]
+    for row, p in zip(others, multipletests([r["p"] for r in others], method="holm")[1]):
+        row["p_holm"] = float(p)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("runs", type=Path, nargs="+")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    meta, parts = {}, {}
+    for folder in args.runs:
+        run_meta = json.loads((folder / "holdout.json").read_text())
+        for run in run_meta["runs"]:
+            meta[run["run"]] = {**run, "device": run_meta["device"], "sample": run_meta.get("sample", 0)}
+        for run, group in pd.read_csv(folder / "holdout-predictions.csv").groupby("run", sort=False):
+            parts[run] = group
+    preds = pd.concat(parts.values())
+    out = {"holdouts": holdout_rows(preds), "dev": dev_rows(preds), "runs": list(meta.values())}
+    print("| held out | recipe | n | accuracy (95% CI) | macro-F1 | negative recall (95% CI, n) | target |")
+    print("|---|---|---:|---|---:|---|---|")
+    for r in out["holdouts"]:
+        (a, b), (c, d) = r["accuracy_ci"], r["negative_recall_ci"]
+        print(f"| {r['held_out']} | {r['recipe']} | {r['n']} | {r['accuracy']:.3f} ({a:.2f}-{b:.2f}) | {r['macro_f1']:.3f} "
+              f"| {r['negative_recall']:.3f} ({c:.2f}-{d:.2f}, {r['n_negative']}) | {'met' if r['target_met'] else 'missed'} |")
+    print("\n| teacher on dev | n | accuracy (95% CI) | minus full | p (Holm) | training s |")
+    print("|---|---:|---|---:|---|---:|")
+    for r in out["dev"]:
+        a, b = r["accuracy_ci"]
+        p = f"{r['p']:.3f} ({r['p_holm']:.3f})" if "p_holm" in r else "-"
+        print(f"| {r['settings']} | {r['n']} | {r['accuracy']:.3f} ({a:.2f}-{b:.2f}) | {r['minus_full']:+.3f} | {p} "
+              f"| {meta[r['settings']]['seconds']['teacher']} |")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
