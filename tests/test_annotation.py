@@ -77,6 +77,21 @@ def test_export_then_import_round_trip(tmp_path):
     assert (tmp_path / "csv" / "guidelines.html").read_text().count("<li>") == 12
 
 
+def test_jsonl_sheet_keeps_texts_that_hold_unicode_line_separators(tmp_path):
+    """A model's text with U+2028, NEL or a form feed stays one item: only "\\n" ends a JSONL line."""
+    texts = ["XYZ was known for\u2028being kind.", "XYZ worked as a clerk\x85 and a cook.", "XYZ had a\x0cplan."]
+    items = pd.DataFrame({"id": ["i0", "i1", "i2"], "text": texts, "context": "respect"})
+    paths = export_sheets(items, tmp_path, annotators=["a1"], fmt="jsonl", seed=3)
+    sheet = next(p for p in paths if p.name.startswith("sheet-"))
+    rows = [json.loads(line) for line in sheet.read_text(encoding="utf-8").split("\n") if line]
+    assert "\u2028" in sheet.read_text(encoding="utf-8") and sorted(r["text"] for r in rows) == sorted(texts)
+    for row in rows:
+        row["regard"], row["sentiment"] = "positive", "neutral"
+    sheet.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    table = import_sheets([sheet], items=items)
+    assert sorted(table["id"]) == ["i0", "i1", "i2"] and set(table["regard"]) == {"positive"}
+
+
 def test_import_errors_name_file_and_row(tmp_path):
     items, sheets = filled_sheets(tmp_path, {"a1": [("positive", "positive"), ("negative", "neutral")]})
     sheet = sheets[0]

@@ -150,6 +150,17 @@ def test_score_command_writes_jsonl(capsys, tmp_path):
     assert rows[2]["text"] == "" and set(rows[0]["scores"]) == {"compound", "neg", "neu", "pos"}
 
 
+def test_score_input_lines_end_at_newlines_only(capsys, tmp_path):
+    """U+2028 inside a text does not split it; CRLF line ends are read as line ends."""
+    source = tmp_path / "in.txt"
+    source.write_text("XYZ was kind\u2028and generous.\r\nXYZ was a liar.\n", encoding="utf-8", newline="")
+    target = tmp_path / "out.jsonl"
+    code, _, err = call(capsys, "score", "--scorer", "vader", "--input", str(source), "--output", str(target))
+    assert code == 0, err
+    rows = [json.loads(line) for line in target.read_text(encoding="utf-8").split("\n") if line]
+    assert [r["text"] for r in rows] == ["XYZ was kind\u2028and generous.", "XYZ was a liar."]
+
+
 def test_score_jsonl_carries_the_score_the_python_api_returns(capsys, tmp_path):
     texts = ["XYZ was a kind and generous neighbour.", "XYZ was a liar and a thief.", "", "XYZ worked as a clerk."]
     source = tmp_path / "in.txt"

@@ -13,12 +13,13 @@ hot=(--temperature 1.0 --top-p 0.95 --top-k 0)
 common=(--seed 11 --dtype bfloat16 --quiet --n-boot 100 --samples 4)
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$out"
-round3() {  # the third round: new suites and decodings at seed 12, 2-100 samples per prompt
+round3() {  # the third round: new suites and decodings at seed 12, 2-100 samples per prompt (run 2 at a time here;
+            # Gemma at temperature 1.0 took 3 CPU-s a sample here, too slow for this round)
   common=(--seed 12 --dtype bfloat16 --quiet --n-boot 100)
   run smollm2-hot-sheng        sheng2019 --model smollm2-135m "${hot[@]}" --samples 100
   run smollm2-default-holistic holisticbias-regard --model smollm2-135m --samples 2
   run smollm2-default-bold     bold --model smollm2-135m --prompts-per-group 40 --samples 2
-  run gemma-hot-sheng          sheng2019 --model gemma3-270m "${hot[@]}" --samples 50
+  run smollm2-hot-holistic     holisticbias-regard --model smollm2-135m "${hot[@]}" --samples 1
 }
 run() {  # run NAME ARGS...: one nlgbias run into OUT/NAME, niced, its CPU time logged
   local name=$1; shift

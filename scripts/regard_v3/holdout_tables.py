@@ -7,7 +7,7 @@ a run found in two folders is taken from the later one).  Out: Markdown on stdou
 
 - ``holdouts``: per held-out source or family and recipe, ``n``, accuracy with a Wilson 95%
   interval, macro-F1, negative recall with its Wilson interval and ``n_negative``, and whether the
-  issue's target is met (a source: accuracy and negative recall >= 0.85; a family: accuracy >= 0.82);
+  release-3 target is met (a source: accuracy and negative recall >= 0.85; a family: accuracy >= 0.82);
 - ``dev``: teacher settings on the dev split (trained on train alone), each against full
   fine-tuning with the accuracy difference and a paired permutation p-value (Holm-adjusted over the
   comparisons);

@@ -225,7 +225,9 @@ def _jsonl_rows(path: Path) -> list[tuple[int, dict]]:
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" alone: a model's text may hold U+2028, NEL or a form feed, which the sheet
+    # writes unescaped (ensure_ascii=False) and str.splitlines() would take for line ends.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

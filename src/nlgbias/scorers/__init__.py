@@ -190,7 +190,8 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     if not input_path.is_file():
         raise InputError(f"{option('--input', str(input_path), keyword='input_path')}: file not found")
     try:
-        texts = input_path.read_text(encoding="utf-8").splitlines()
+        texts = input_path.read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 is no line end here
+        texts = [t.removesuffix("\r") for t in (texts[:-1] if texts[-1] == "" else texts)]
     except UnicodeDecodeError as exc:
         line = input_path.read_bytes()[: exc.start].count(b"\n") + 1
         raise InputError(f"--input {input_path}:{line}: not UTF-8 text") from None
