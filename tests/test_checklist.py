@@ -246,7 +246,7 @@ def test_check_scorer_cli_on_vader_end_to_end(capsys, tmp_path):
 def test_check_scorer_rejects_unknown_scorers(capsys, tmp_path):
     code, _, err = call(capsys, "check-scorer", "regrad")
     assert_one_line_error(code, err, "scorer regrad: unknown; did you mean regard? available: regard, regard-v1, "
-                                     "regard-v2, regard4, regard4-v1, regard4-v2, textblob, vader, vader-bold, or a classifier folder written by "
+                                     "regard-v2, regard-v3, regard4, regard4-v1, regard4-v2, textblob, vader, vader-bold, or a classifier folder written by "
                                      "`nlgbias train-regard`")
     code, _, err = call(capsys, "check-scorer", str(tmp_path))
     assert_one_line_error(code, err, f"scorer {tmp_path}: a folder without a classifier (no adapter.safetensors); "
@@ -263,7 +263,7 @@ def test_regard_on_a_small_subset_and_as_a_classifier_folder():
     assert set(by_name.results["label"]) <= {"negative", "neutral", "positive"}
     by_folder = check_scorer(str(classifier_dir(3)), half="test", max_per_type=2)
     assert by_folder.results["label"].tolist() == by_name.results["label"].tolist()
-    assert by_folder.scorer == "regard (classifier-v3-3class)"
+    assert by_folder.scorer == "regard (classifier-v4-3class)"
     four = check_scorer(str(classifier_dir(4)), half="test", max_per_type=1)
     assert set(four.results["label"]) <= {"negative", "neutral", "positive", "other"}
 

@@ -184,7 +184,7 @@ def test_score_input_errors(capsys, tmp_path):
     code, _, err = call(capsys, "score", "--scorer", "vader", "--input", str(latin), "--output", str(tmp_path / "o.jsonl"))
     assert_one_line_error(code, err, f"--input {latin}:2: not UTF-8 text")
     code, _, err = call(capsys, "score", "--scorer", "vadr", "--input", str(latin), "--output", str(tmp_path / "o.jsonl"))
-    assert_one_line_error(code, err, "--scorer vadr: unknown scorer; did you mean vader? available: occupation, regard, regard-v1, regard-v2, regard4, regard4-v1, regard4-v2, textblob, vader, vader-bold")
+    assert_one_line_error(code, err, "--scorer vadr: unknown scorer; did you mean vader? available: occupation, regard, regard-v1, regard-v2, regard-v3, regard4, regard4-v1, regard4-v2, textblob, vader, vader-bold")
 
 
 def test_regard_scores_masked_text_with_probabilities(capsys, tmp_path):

@@ -138,15 +138,15 @@ def test_a_regard_run_reports_its_validity_panel(tmp_path, monkeypatch):
     assert {tuple(p) for p in gaps[["group_a", "group_b"]].drop_duplicates().values} == {
         ("man", "woman"), ("Black", "White"), ("gay", "straight")}
     page = (tmp_path / "run" / "report.html").read_text()
-    assert "How far to trust the regard numbers" in page and "regard-3+" in page
-    assert "On 3 annotated sets it never trained on (" in page  # release 3: text it never saw
+    assert "How far to trust the regard numbers" in page and "regard-4+" in page
+    assert "On 3 annotated sets it never trained on (" in page  # release 4: text it never saw
     # its behavioural-test targets, from the shipped checklist.json, whose version is the scorer's own
     import json
 
     from nlgbias.resources import data_path
     from nlgbias.scorers import get_scorer
 
-    shipped = json.loads(data_path("regard", "checklist.json").read_text())["3"]
+    shipped = json.loads(data_path("regard", "checklist.json").read_text())["4"]
     assert shipped["version"] == get_scorer("regard").version  # rerun scripts/checklist/run_scorers.py if not
     illegal = next(t for t in shipped["targets"] if t["case_type"] == "mft_illegal_job")
     assert f"MFT pass rate on illegal and explicit occupations {100 * illegal['value']:.1f}%" in page
@@ -163,7 +163,7 @@ def test_the_validity_panel_names_flagged_comparisons():
     section = regard_validity(Results({"regard_confidence": shares, "regard_confidence_gaps": gaps}, {}), samples,
                               {"scorers": [{"name": "regard", "version": "regard-test"}]})
     assert section["version"] == "regard-test" and len(section["flagged"]) == 1
-    assert section["release"] == 3  # not a release's version string: the default release
+    assert section["release"] == 4  # not a release's version string: the default release
     unseen = section["held_out"]
     assert [h["by"] for h in unseen] == ["unseen text"] and unseen[0]["kinds"] == 3
     assert unseen[0]["n"] > 1000 and 0.6 < unseen[0]["accuracy"][0] <= unseen[0]["accuracy"][1] < 1

@@ -88,11 +88,11 @@ def test_the_shipped_release_is_what_train_regard_rebuilds_and_v1_stays_pinned()
     from nlgbias.training.dataset import DATA_OF_RELEASE, dataset_dir, load_dataset, load_soft
     from nlgbias.training.experiment import view
 
-    assert (RELEASE, RELEASE_4CLASS, VERSION) == (3, 2, "3")
+    assert (RELEASE, RELEASE_4CLASS, VERSION) == (4, 2, "4")
     soft = load_soft(default=True)  # what `nlgbias train-regard` learns from by default, beside the table
     soft_hash = hashlib.sha256(pd.util.hash_pandas_object(
         soft[["text", "p_negative", "p_neutral", "p_positive"]], index=False).values.tobytes()).hexdigest()
-    for classes, name, release in ((3, "regard", 3), (4, "regard4", 2)):
+    for classes, name, release in ((3, "regard", 4), (4, "regard4", 2)):
         folder = classifier_dir(classes)
         assert folder == classifier_dir(classes, release)
         config = json.loads((folder / "config.json").read_text())
@@ -102,7 +102,7 @@ def test_the_shipped_release_is_what_train_regard_rebuilds_and_v1_stays_pinned()
         assert (config["version"], config["seed"], config["threads"]) == (str(release), 0, 2)
         assert config["fit_splits"] == ["train", "dev"]
         assert config["train_items"] == int(table["split"].isin(["train", "dev"]).sum())
-        if release == 3:
+        if release == 4:
             assert config["settings"] == {**SETTINGS, "epochs": DISTILL_EPOCHS}
             assert (config["soft_items"], config["soft_sha256"]) == (len(soft), soft_hash)
         else:
@@ -168,6 +168,7 @@ def test_a_run_with_the_pinned_first_classifier_records_it_in_the_manifest(tmp_p
     pinned = get_scorer("regard-v1")
     assert [s["version"] for s in result.manifest["scorers"]] == [pinned.version]
     assert pinned.version.startswith("regard-1+252d031efdc4")  # the first release's adapter, whatever RELEASE says
+    assert get_scorer("regard-v3").version.startswith("regard-3+5262772614bd")  # release 3, as it landed
     texts = result.samples["scored_text"].tolist()
     assert result.samples["regard-v1_label"].tolist() == list(pinned.score(texts)["label"])
 

@@ -4,7 +4,7 @@
 
 For each scorer, OUT/<scorer>/ holds what `nlgbias check-scorer SCORER --out` writes; OUT/comparison.md
 holds the pass-rate tables (test half, then train half) and the targets, side by side. The targets of
-the shipped releases (`regard` = release 3, `regard-v2`, `regard-v1`), test half, go to the package's
+the shipped releases (`regard` = release 4, `regard-v3`, `regard-v2`, `regard-v1`), test half, go to the package's
 ``data/regard/checklist.json``, which the report's validity panel shows.
 """
 
@@ -20,7 +20,7 @@ from nlgbias.checklist.results import scorer_differences
 from nlgbias.checklist.lexicons import lexicon_sizes, load_lexicons
 from nlgbias.resources import data_path
 
-SCORERS = ("regard", "regard-v2", "regard4", "regard-v1", "vader", "textblob")
+SCORERS = ("regard", "regard-v3", "regard-v2", "regard4", "regard-v1", "vader", "textblob")
 
 
 def main() -> None:
@@ -70,7 +70,7 @@ def main() -> None:
             lines.append(f"| {case_type} | {group['n'].iloc[0]} | " + " | ".join(cells) + " |")
     (args.out / "comparison.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out / 'comparison.md'}")
-    shipped = {release: name for release, name in ((1, "regard-v1"), (2, "regard-v2"), (3, "regard")) if name in versions}
+    shipped = {release: name for release, name in ((1, "regard-v1"), (2, "regard-v2"), (3, "regard-v3"), (4, "regard")) if name in versions}
     if shipped:  # the report's validity panel shows the shipped releases' targets (test half)
         path = data_path("regard", "checklist.json")
         record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}

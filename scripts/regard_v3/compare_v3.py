@@ -15,8 +15,8 @@ regard v3 table whose test split none trained on.  Out (Markdown on stdout, and 
   illegal/explicit occupations and on negative traits, INV label flips) and the pass rate of every
   case type (test half).
 
-``--shipped NAME`` also writes key ``v3`` of the package's ``evaluation.json`` (what the report's
-validity panel shows for release 3): the rows of model ``NAME`` on the three sets it never trained
+``--shipped NAME`` also writes key ``v<RELEASE>`` of the package's ``evaluation.json`` (what the report's
+validity panel shows for the shipped release): the rows of model ``NAME`` on the three sets it never trained
 on (``unseen_text``), every model's figures (``models``) and the teacher's training record.
 
 Release 2 (``regard-v2``) trained on regard v2's train and dev splits only, so the v3 pool, BOLD and
@@ -37,6 +37,7 @@ import nlgbias
 from evaluate_held_out import figures  # same folder
 from nlgbias.checklist.cases import build_cases
 from nlgbias.checklist.check import judge, pass_rates, targets
+from nlgbias.scorers.regard import RELEASE
 from nlgbias.training.dataset import dataset_dir, load_dataset
 
 HERE = Path(__file__).resolve().parent
@@ -79,7 +80,7 @@ def main() -> None:
     parser.add_argument("--classifier", action="append", default=[], help="NAME=FOLDER (repeatable)")
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--shipped", default=None, help="the model that ships as release 3 (writes evaluation.json)")
+    parser.add_argument("--shipped", default=None, help="the model that ships as the default release (writes evaluation.json)")
     args = parser.parse_args()
     parts = subsets(args.data)
     cases = build_cases(half="test")
@@ -112,23 +113,24 @@ UNSEEN = {"v3 pool test, all": "the v3 pool's test split", "regard v2 test": "re
 
 
 def write_evaluation(results: list[dict], shipped: str, teacher: Path | None) -> None:
-    """Key ``v3`` of ``nlgbias/data/regard/evaluation.json``."""
+    """Key ``v<RELEASE>`` of ``nlgbias/data/regard/evaluation.json`` (the teacher's record: ``teacher``'s
+    ``teacher.json``, or release 3's when no teacher folder is given: every student learned from it)."""
     path = dataset_dir() / "evaluation.json"
     record = json.loads(path.read_text())
     mine = next(r for r in results if r["model"] == shipped)
     rows = [{"by": "unseen text", "held_out": UNSEEN[r["subset"]], "n_test": r["n"], "n_negative": r["n_negative"],
              "accuracy": r["accuracy"], "accuracy_ci": r["accuracy_ci"], "macro_f1": r["macro_f1"],
              "negative_recall": r["negative_recall"]} for r in mine["subsets"] if r["subset"] in UNSEEN]
-    record["v3"] = {
-        "note": ("Release 3 (regard): the MiniLM student, distilled from a fully fine-tuned all-mpnet-base-v2 teacher "
-                 "(scripts/regard_v3/). unseen_text: the shipped classifier on three annotated sets it never trained "
-                 "on (no leave-one-source-out run for release 3). models: every compared model on every subset, "
-                 "and its CheckList targets (test half of the lexicons). Written by scripts/regard_v3/compare_v3.py."),
+    record[f"v{RELEASE}"] = {
+        "note": (f"Release {RELEASE} (regard): the MiniLM student, distilled from a fully fine-tuned all-mpnet-base-v2 "
+                 "teacher (scripts/regard_v3/). unseen_text: the shipped classifier on three annotated sets it never "
+                 "trained on. models: every compared model on every subset, and its CheckList targets (test half of "
+                 "the lexicons). Written by scripts/regard_v3/compare_v3.py."),
         "unseen_text": rows, "models": results,
         "teacher": {k: v for k, v in json.loads((teacher / "teacher.json").read_text()).items() if k != "mpnet"}
-        if teacher else None}
+        if teacher else record.get("v3", {}).get("teacher")}
     path.write_text(json.dumps(record, indent=2, default=float) + "\n")
-    print(f"wrote {path} (v3)")
+    print(f"wrote {path} (v{RELEASE})")
 
 
 def print_tables(results: list[dict]) -> None:

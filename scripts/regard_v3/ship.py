@@ -1,29 +1,32 @@
-"""Ship regard release 3: put its data in the package, then install the classifier `train-regard` built.
+"""Ship a regard v3-recipe release (3, 4): put its data in the package, then install the classifier `train-regard` built.
 
     python scripts/regard_v3/ship.py data --table build/regard-v3/regard-v3.csv \
         --soft build/regard-v3/teacher-soft.csv
-    nlgbias train-regard --out build/regard-v3/student          # with RELEASE = 3: the shipped data
+    nlgbias train-regard --out build/regard-v3/student          # with RELEASE = 4: the shipped data
     python scripts/regard_v3/ship.py classifier build/regard-v3/student
 
-``data`` (``--soft`` repeatable: the files are merged in order, a text's first row kept) copies the regard v3 table (``build_dataset.py``) to ``nlgbias/data/regard/regard-v3.csv`` and
-the teacher's soft labels of the unannotated pool (``teacher.py label``) to ``regard-v3-teacher.csv``,
-keeping ``text, p_negative, p_neutral, p_positive`` rounded to 6 decimals (what training reads).
-With ``RELEASE = 3`` in ``nlgbias/scorers/regard.py``, ``train-regard`` with no ``--data`` trains on
-exactly these two files (the student: knowledge distillation, ``DISTILL_EPOCHS`` epochs), so the
+``data`` copies the regard v3 table (``build_dataset.py``) to ``nlgbias/data/regard/regard-v3.csv`` and
+the teacher's soft labels of the unannotated pool (``teacher.py label``; ``--soft`` repeatable: the
+files are merged in order, a text's first row kept) to the release's soft file
+(``SOFT_OF_RELEASE[RELEASE]``: ``regard-v4-teacher.csv``), keeping ``text, p_negative, p_neutral,
+p_positive`` rounded to 6 decimals (what training reads). ``train-regard`` with no ``--data`` trains
+on exactly these two files (the student: knowledge distillation, ``DISTILL_EPOCHS`` epochs), so the
 classifier that ships is the one any user rebuilds; ``classifier`` copies its adapter and config to
-``classifier-v3-3class``.
+the release's folder (``classifier-v4-3class``).  ``merge-soft`` writes the merged labels for a
+candidate's ``train-regard --soft``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from pathlib import Path
 
 import pandas as pd
 
-from nlgbias.scorers.regard import classifier_dir
-from nlgbias.training.dataset import SOFT_COLUMNS, dataset_dir, load_dataset, load_soft
+from nlgbias.scorers.regard import RELEASE, classifier_dir
+from nlgbias.training.dataset import SOFT_COLUMNS, SOFT_OF_RELEASE, dataset_dir, load_dataset, load_soft
 
 SOFT_DECIMALS = 6
 
@@ -38,15 +41,20 @@ def install_data(table: Path, soft: list[Path]) -> None:
     load_dataset(table)  # a regard table, or a one-line error
     shutil.copyfile(table, dataset_dir() / "regard-v3.csv")
     labels = merged_soft(soft)
-    labels.to_csv(dataset_dir() / "regard-v3-teacher.csv", index=False)
-    print(f"{dataset_dir() / 'regard-v3.csv'}, {dataset_dir() / 'regard-v3-teacher.csv'} ({len(labels)} texts)")
+    soft_file = dataset_dir() / SOFT_OF_RELEASE[RELEASE]
+    labels.to_csv(soft_file, index=False)
+    print(f"{dataset_dir() / 'regard-v3.csv'}, {soft_file} ({len(labels)} texts)")
 
 
 def install_classifier(folder: Path) -> None:
-    target = classifier_dir(3, 3)
+    target = classifier_dir(3, RELEASE)
     target.mkdir(parents=True, exist_ok=True)
-    for name in ("adapter.safetensors", "config.json"):
-        shutil.copyfile(folder / name, target / name)
+    shutil.copyfile(folder / "adapter.safetensors", target / "adapter.safetensors")
+    config = json.loads((folder / "config.json").read_text())
+    if config["version"] != str(RELEASE):  # trained as a candidate before RELEASE moved on: the adapter is the same
+        print(f"config version {config['version']} -> {RELEASE} (what train-regard writes now)")
+        config["version"] = str(RELEASE)
+    (target / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     print(f"installed {folder} into {target}")
 
 

@@ -32,6 +32,7 @@ REGISTRY: Registry = Registry("scorer", "nlgbias.scorers", {
     "regard4-v1": "nlgbias.scorers.regard:Regard4V1Scorer",
     "regard-v2": "nlgbias.scorers.regard:RegardV2Scorer",
     "regard4-v2": "nlgbias.scorers.regard:Regard4V2Scorer",
+    "regard-v3": "nlgbias.scorers.regard:RegardV3Scorer",
     "occupation": "nlgbias.scorers.occupations:OccupationScorer",
 }, error=ScorerError, where=lambda name: option("--scorer", name))
 _LOADED: dict[str, Scorer] = {}

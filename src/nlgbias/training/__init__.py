@@ -12,7 +12,7 @@ import pandas as pd
 
 from nlgbias.errors import InputError
 from nlgbias.scorers.regard import (RELEASE, Regard4Scorer, Regard4V1Scorer, Regard4V2Scorer, RegardScorer, RegardV1Scorer,
-                                    RegardV2Scorer, classifier_dir, shipped_release)
+                                    RegardV2Scorer, RegardV3Scorer, classifier_dir, shipped_release)
 from nlgbias.training.dataset import OWN_TEST, dataset_dir, extra_counts, load_dataset
 from nlgbias.training.evaluate import accuracy, macro_f1
 from nlgbias.training.experiment import LABELS, SETTINGS, view
@@ -56,7 +56,7 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
 
     labels = LABELS[classes]
     shipped: dict[str, str] = {}  # adapter digest -> scorer name, read before writing, in case ``out`` is a shipped folder
-    for scorer in (RegardScorer, Regard4Scorer, RegardV1Scorer, Regard4V1Scorer, RegardV2Scorer, Regard4V2Scorer):  # the default names first
+    for scorer in (RegardScorer, Regard4Scorer, RegardV1Scorer, Regard4V1Scorer, RegardV2Scorer, Regard4V2Scorer, RegardV3Scorer):  # the default names first
         shipped_file = classifier_dir(scorer.classes, scorer.release) / "adapter.safetensors"
         if scorer.classes == classes and shipped_file.is_file():
             shipped.setdefault(hashlib.sha256(shipped_file.read_bytes()).hexdigest(), scorer.name)

@@ -30,7 +30,7 @@ def dataset_dir() -> Path:
     return data_path("regard")
 
 
-DATA_OF_RELEASE = {1: "regard.csv", 2: "regard-v2.csv", 3: "regard-v3.csv"}
+DATA_OF_RELEASE = {1: "regard.csv", 2: "regard-v2.csv", 3: "regard-v3.csv", 4: "regard-v3.csv"}
 DATASET_COLUMNS = ("id", "text", "context", "template_id", "regard_3", "regard_4", "split")
 
 
@@ -56,7 +56,7 @@ def _read_table(path: Path, columns: Sequence[str], need: str) -> pd.DataFrame:
     return table
 
 
-SOFT_OF_RELEASE = {3: "regard-v3-teacher.csv"}  # the teacher's soft labels the release's 3-class student learned from
+SOFT_OF_RELEASE = {3: "regard-v3-teacher.csv", 4: "regard-v4-teacher.csv"}  # the teacher's soft labels the release's 3-class student learned from
 SOFT_COLUMNS = ("text", "p_negative", "p_neutral", "p_positive")
 
 
