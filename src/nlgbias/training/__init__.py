@@ -47,7 +47,7 @@ def build_classifier(data: pd.DataFrame, out: str | Path, *, classes: int = 3, s
     dict
         ``n_train, n_soft`` (texts with soft labels), ``n_test, test_accuracy, test_macro_f1, adapter_sha256, identical_to_shipped``
         (the test figures are NaN when the test split is empty; ``identical_to_shipped`` is the
-        name of the shipped scorer whose adapter is byte-identical, ``regard``, ``regard-v1`` or ``regard-v2``
+        name of the shipped scorer whose adapter is byte-identical, ``regard``, ``regard-v1``, ``regard-v2`` or ``regard-v3``
         for 3 classes, or None), and ``n_own_test, own_test_accuracy, own_test_macro_f1,
         shipped_own_test_accuracy`` (NaN without held-out items of the user's).
     """
