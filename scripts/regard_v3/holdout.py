@@ -16,6 +16,7 @@ items left (3-class view of ``--data``):
   on the v3 data).
 
 Each is measured on every item of the held-out source or family (all splits: none was trained on).
+``--recipes teacher`` or ``--recipes gold_only`` trains one recipe alone (gold-only needs no mpnet).
 ``dev:*`` runs compare full fine-tuning of the teacher with LoRA on the dev split (trained on
 train alone).  Hold-outs run in parallel processes (``--jobs``, default all at once: on one GPU the
 small batches leave room).  Writes ``OUT/holdout.json`` (settings, seconds, n, accuracy,
@@ -58,6 +59,7 @@ DEV_RUNS = {"dev:full": TEACHER,
             "dev:lora-lr5e-4": {**LORA, "lr": 5e-4},
             "dev:lora-lr1e-3": {**LORA, "lr": 1e-3},
             "dev:lora-lr1e-3-4ep": {**LORA, "lr": 1e-3, "epochs": 4}}
+RECIPES = ("teacher", "student", "gold_only")
 RUNS = [f"source:{s}" for s in SOURCES] + [f"family:{f}" for f in FAMILY_SUITES] + list(DEV_RUNS)
 
 
@@ -120,15 +122,24 @@ def run_one(run: str, args) -> None:
     if run.startswith("dev:"):
         tokenizer, model = timed("teacher", DEV_RUNS[run], args.mpnet)
         measure("teacher", tokenizer, model)
+    elif args.recipes == ["gold_only"]:  # no teacher needed
+        measure("gold_only", *timed("gold_only", SETTINGS, args.minilm))
     else:
         tokenizer, teacher = timed("teacher", TEACHER, args.mpnet)
         measure("teacher", tokenizer, teacher)
+        if args.recipes == ["teacher"]:
+            return finish(args, run, result, preds)
         soft = predict_proba(teacher.eval(), tokenizer, pool["text"].astype(str).tolist(), batch_size=256)
         del teacher
         torch.cuda.empty_cache() if args.device.startswith("cuda") else None
         measure("student", *timed("student", {**SETTINGS, "epochs": 2}, args.minilm,
                                   soft=(pool["text"].astype(str).tolist(), soft)))
         measure("gold_only", *timed("gold_only", SETTINGS, args.minilm))
+    finish(args, run, result, preds)
+
+
+def finish(args, run: str, result: dict, preds: pd.DataFrame) -> None:
+    """Write the run's PART/<run>.json and PART/<run>.csv."""
     part = args.part / run.replace(":", "_").replace("/", "_")
     part.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     preds.to_csv(part.with_suffix(".csv"), index=False)
@@ -158,6 +169,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--only", nargs="*", default=RUNS)
     parser.add_argument("--jobs", type=int, default=len(RUNS))
+    parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=RECIPES,
+                        help="teacher alone, gold_only alone (no encoder of the teacher needed), or all three")
     parser.add_argument("--sample", type=int, default=0, help="train and measure on N rows of each table (smoke test)")
     parser.add_argument("--part", type=Path, help=argparse.SUPPRESS)  # set for a child process
     args = parser.parse_args()
@@ -169,7 +182,7 @@ def main() -> None:
     start, pending, running, failed = time.time(), list(args.only), [], []
     common = [sys.executable, __file__, "--mpnet", str(args.mpnet), "--minilm", str(args.minilm), "--data",
               str(args.data), "--pool", str(args.pool), "--device", args.device, "--out", str(args.out),
-              "--sample", str(args.sample),
+              "--sample", str(args.sample), "--recipes", *args.recipes,
               "--part", str(args.part)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
     while pending or running:

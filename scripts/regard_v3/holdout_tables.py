@@ -3,7 +3,7 @@
     python scripts/regard_v3/holdout_tables.py RUN_DIR [RUN_DIR ...] --json scripts/regard_v3/holdout-v3.json
 
 In: folders holding ``holdout.json`` and ``holdout-predictions.csv`` (one per ``holdout.py`` call;
-a run found in two folders is taken from the later one).  Out: Markdown on stdout and ``--json``:
+a run's recipes found in two folders are joined by item, a recipe in both taken from the later one).  Out: Markdown on stdout and ``--json``:
 
 - ``holdouts``: per held-out source or family and recipe, ``n``, accuracy with a Wilson 95%
   interval, macro-F1, negative recall with its Wilson interval and ``n_negative``, and whether the
@@ -11,7 +11,7 @@ a run found in two folders is taken from the later one).  Out: Markdown on stdou
 - ``dev``: teacher settings on the dev split (trained on train alone), each against full
   fine-tuning with the accuracy difference and a paired permutation p-value (Holm-adjusted over the
   comparisons);
-- ``runs``: settings, device, training seconds, items trained on, pool size, copied from the runs.
+- ``runs``: settings, device, training seconds, items trained on, pool size, copied from each call's runs.
 """
 
 from __future__ import annotations
@@ -74,11 +74,18 @@ def main() -> None:
     for folder in args.runs:
         run_meta = json.loads((folder / "holdout.json").read_text())
         for run in run_meta["runs"]:
-            meta[run["run"]] = {**run, "device": run_meta["device"], "sample": run_meta.get("sample", 0)}
+            meta.setdefault(run["run"], []).append({**run, "device": run_meta["device"], "sample": run_meta.get("sample", 0)})
         for run, group in pd.read_csv(folder / "holdout-predictions.csv").groupby("run", sort=False):
-            parts[run] = group
+            group = group.dropna(axis=1, how="all")
+            if run not in parts:
+                parts[run] = group
+                continue
+            base = parts[run].set_index("id")  # another folder's recipes of the same run: added, or replacing
+            for recipe in (r for r in RECIPES if r in group):
+                base[recipe] = group.set_index("id")[recipe].reindex(base.index)
+            parts[run] = base.reset_index()
     preds = pd.concat(parts.values())
-    out = {"holdouts": holdout_rows(preds), "dev": dev_rows(preds), "runs": list(meta.values())}
+    out = {"holdouts": holdout_rows(preds), "dev": dev_rows(preds), "runs": [r for runs in meta.values() for r in runs]}
     print("| held out | recipe | n | accuracy (95% CI) | macro-F1 | negative recall (95% CI, n) | target |")
     print("|---|---|---:|---|---:|---|---|")
     for r in out["holdouts"]:
@@ -91,7 +98,7 @@ def main() -> None:
         a, b = r["accuracy_ci"]
         p = f"{r['p']:.3f} ({r['p_holm']:.3f})" if "p_holm" in r else "-"
         print(f"| {r['settings']} | {r['n']} | {r['accuracy']:.3f} ({a:.2f}-{b:.2f}) | {r['minus_full']:+.3f} | {p} "
-              f"| {meta[r['settings']]['seconds']['teacher']} |")
+              f"| {next(m['seconds']['teacher'] for m in meta[r['settings']] if 'teacher' in m['seconds'])} |")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
 
