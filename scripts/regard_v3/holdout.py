@@ -40,12 +40,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from nlgbias.training.evaluate import accuracy, macro_f1
 from nlgbias.training.experiment import LABELS, SETTINGS, view
 from nlgbias.training.train import predict_proba, train_classifier
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from evaluate_held_out import figures
 from teacher import SETTINGS as TEACHER
 
 SOURCES = ("smollm2/default", "smollm2/hot", "gemma3/default", "gemma3/hot")
@@ -84,14 +84,6 @@ def load(folder: Path):
     return AutoTokenizer.from_pretrained(folder), AutoModel.from_pretrained(folder, dtype=torch.float32)
 
 
-def scores(gold: list[str], pred: list[str]) -> dict:
-    gold_a, pred_a = np.array(gold), np.array(pred)
-    negative = gold_a == "negative"
-    return {"n": len(gold), "n_negative": int(negative.sum()), "accuracy": accuracy(gold, pred),
-            "macro_f1": macro_f1(gold, pred, LABELS[3]),
-            "negative_recall": float((pred_a[negative] == "negative").mean()) if negative.any() else float("nan")}
-
-
 def run_one(run: str, args) -> None:
     """Train the run's recipes, write PART/<run>.json and PART/<run>.csv."""
     torch.set_float32_matmul_precision("high")
@@ -108,7 +100,7 @@ def run_one(run: str, args) -> None:
         model.eval()
         probs = predict_proba(model, tokenizer, measured["text"].tolist())
         preds[recipe] = np.array(names)[probs.argmax(axis=1)]
-        result["recipes"][recipe] = scores(preds["gold"].tolist(), preds[recipe].tolist())
+        result["recipes"][recipe] = figures(preds["gold"], preds[recipe])
         return probs
 
     def timed(recipe: str, settings: dict, folder: Path, soft=None):
@@ -131,7 +123,8 @@ def run_one(run: str, args) -> None:
             return finish(args, run, result, preds)
         soft = predict_proba(teacher.eval(), tokenizer, pool["text"].astype(str).tolist(), batch_size=256)
         del teacher
-        torch.cuda.empty_cache() if args.device.startswith("cuda") else None
+        if args.device.startswith("cuda"):
+            torch.cuda.empty_cache()
         measure("student", *timed("student", {**SETTINGS, "epochs": 2}, args.minilm,
                                   soft=(pool["text"].astype(str).tolist(), soft)))
         measure("gold_only", *timed("gold_only", SETTINGS, args.minilm))

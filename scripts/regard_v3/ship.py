@@ -73,8 +73,9 @@ def main() -> None:
     if args.command == "data":
         install_data(args.table, args.soft)
     elif args.command == "merge-soft":
-        merged_soft(args.soft).to_csv(args.out, index=False)
-        print(f"{args.out}: {len(merged_soft(args.soft))} texts")
+        labels = merged_soft(args.soft)
+        labels.to_csv(args.out, index=False)
+        print(f"{args.out}: {len(labels)} texts")
     else:
         install_classifier(args.folder)
 
