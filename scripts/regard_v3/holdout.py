@@ -177,7 +177,8 @@ def main() -> None:
               str(args.data), "--pool", str(args.pool), "--device", args.device, "--out", str(args.out),
               "--sample", str(args.sample), "--recipes", *args.recipes,
               "--part", str(args.part)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
+    threads = max(1, (os.cpu_count() or 1) // min(args.jobs, len(args.only)))  # the CPU's cores shared out
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
     while pending or running:
         while pending and len(running) < args.jobs:
             run = pending.pop(0)

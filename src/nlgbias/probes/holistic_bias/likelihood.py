@@ -19,7 +19,7 @@ import pandas as pd
 from nlgbias.analyses.base import RunTables
 from nlgbias.errors import BackendError
 from nlgbias.models import TokenBackend
-from nlgbias.models.batching import AUTO, CPU_BATCH
+from nlgbias.probes.forward import FORWARD_BATCH, ForwardOnly
 from nlgbias.probes.pronouns.probabilities import _tail_logprobs, start_token_id
 from nlgbias.probes.pronouns.stage import _key, _measured
 from nlgbias.store import RunStore
@@ -27,7 +27,6 @@ from nlgbias.suites import Suite, holistic_bias
 from nlgbias.suites.sample import pick
 
 PROMPT_COLUMNS = ["prompt_id", "axis", "group", "template_id", "noun_phrase_type", "noun", "preference", "prompt"]
-FORWARD_BATCH = 32  # sentences per forward pass
 NEEDS_TOKENS = ("{model}: the likelihood suite reads the log-probability of every token of a sentence, which "
                 "needs a local model (a transformers or embedded backend), not a server")
 
@@ -86,26 +85,14 @@ def sentence_logprobs(backend, sentences: list[str], *, batch_size: int = FORWAR
     return out
 
 
-class SentenceLikelihood:
+class SentenceLikelihood(ForwardOnly):
     """The ``likelihood`` measurement: mean log-probability per token of each sentence; nothing sampled."""
 
     kind = "likelihood"
-    distributed = False
 
     def prompts(self, suite: Suite) -> pd.DataFrame:
         """:func:`likelihood_prompts`."""
         return likelihood_prompts(suite)
-
-    def configure(self, suite: Suite, **options) -> dict:  # noqa: ARG002 (the Measurement protocol)
-        """Nothing to resolve: a likelihood suite neither samples nor scores text."""
-        return {}
-
-    def batch_size(self, suite: Suite, requested: int | str, *, refs, options, samples: int,  # noqa: ARG002 (the Measurement protocol)
-                   params) -> tuple[int, dict | None]:  # noqa: ARG002 (the Measurement protocol)
-        """``--batch-size``: sentences per store transaction; ``auto`` is 120 (a forward pass takes at most 32)."""
-        if requested != AUTO:
-            return int(requested), None
-        return CPU_BATCH, {"requested": AUTO, "rule": f"{CPU_BATCH}: a forward pass takes at most {FORWARD_BATCH}"}
 
     def measure(self, config, store: RunStore, *, load, progress, clock, pool=None) -> tuple[RunTables, int, None]:  # noqa: ARG002 (the Measurement protocol)
         """Measure the log-probabilities the store lacks (a batch per transaction)."""

@@ -24,7 +24,7 @@ from nlgbias.errors import BackendError
 from nlgbias.keys import cell_seed, record_key
 from nlgbias.metrics.gender_direction import load_debiaswe
 from nlgbias.models import ModelRef, TokenBackend
-from nlgbias.models.batching import AUTO, CPU_BATCH
+from nlgbias.probes.forward import ForwardOnly
 from nlgbias.probes.pronouns.probabilities import (
     continuation_probabilities,
     expand_templates,
@@ -244,26 +244,14 @@ class _LoadOnce:
         self._loaded.clear()
 
 
-class TokenProbabilities:
+class TokenProbabilities(ForwardOnly):
     """The ``pronoun`` measurement: next-word probabilities (and saliency, default behaviour); nothing sampled."""
 
     kind = "pronoun"
-    distributed = False
 
     def prompts(self, suite: Suite) -> pd.DataFrame:
         """:func:`pronoun_prompts`: every prompt of the suite's prompt sets, with its perturbations."""
         return pronoun_prompts(suite)
-
-    def configure(self, suite: Suite, **options) -> dict:  # noqa: ARG002 (the Measurement protocol)
-        """Nothing to resolve: a pronoun suite neither samples nor scores text."""
-        return {}
-
-    def batch_size(self, suite: Suite, requested: int | str, *, refs, options, samples: int,  # noqa: ARG002 (the Measurement protocol)
-                   params) -> tuple[int, dict | None]:  # noqa: ARG002 (the Measurement protocol)
-        """``--batch-size``: a number as given; ``auto`` is 120 (a forward pass takes at most 32 prompts)."""
-        if requested != AUTO:
-            return int(requested), None
-        return CPU_BATCH, {"requested": AUTO, "rule": f"{CPU_BATCH}: probabilities batch at most 32 per forward pass"}
 
     def measure(self, config, store: RunStore, *, load, progress, clock, pool=None) -> tuple[RunTables, int, None]:  # noqa: ARG002 (the Measurement protocol)
         """Measure next-word probabilities (and the probe's other tables) the store lacks."""
