@@ -8,6 +8,8 @@ a run's recipes found in two folders are joined by item, a recipe in both taken 
 - ``holdouts``: per held-out source or family and recipe, ``n``, accuracy with a Wilson 95%
   interval, macro-F1, negative recall with its Wilson interval and ``n_negative``, and whether the
   release-3 target is met (a source: accuracy and negative recall >= 0.85; a family: accuracy >= 0.82);
+- ``pairs``: where a hold-out has the student and another recipe, the student's accuracy minus the
+  other's on the same items, with a paired permutation p-value (Holm-adjusted over the pairs);
 - ``dev``: teacher settings on the dev split (trained on train alone), each against full
   fine-tuning with the accuracy difference and a paired permutation p-value (Holm-adjusted over the
   comparisons);
@@ -49,6 +51,23 @@ def holdout_rows(preds: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def pair_rows(preds: pd.DataFrame) -> list[dict]:
+    """The student against each other recipe of the same hold-out, item by item."""
+    rows = []
+    for run, group in preds[~preds["run"].str.startswith("dev:")].groupby("run", sort=False):
+        if "student" not in group or group["student"].isna().any():
+            continue
+        student = (group["student"] == group["gold"]).to_numpy()
+        for other in (r for r in ("teacher", "gold_only") if r in group and group[r].notna().all()):
+            theirs = (group[other] == group["gold"]).to_numpy()
+            rows.append({"held_out": run, "student_minus": other, "n": int(len(group)),
+                         "difference": float(student.mean() - theirs.mean()),
+                         "p": paired_permutation_p(student, theirs)})
+    for row, p in zip(rows, multipletests([r["p"] for r in rows], method="holm")[1] if rows else []):
+        row["p_holm"] = float(p)
+    return rows
+
+
 def dev_rows(preds: pd.DataFrame) -> list[dict]:
     dev = preds[preds["run"].str.startswith("dev:")]
     correct = {run: (g.set_index("id")["teacher"] == g.set_index("id")["gold"]) for run, g in dev.groupby("run")}
@@ -85,13 +104,18 @@ def main() -> None:
                 base[recipe] = group.set_index("id")[recipe].reindex(base.index)
             parts[run] = base.reset_index()
     preds = pd.concat(parts.values())
-    out = {"holdouts": holdout_rows(preds), "dev": dev_rows(preds), "runs": [r for runs in meta.values() for r in runs]}
+    out = {"holdouts": holdout_rows(preds), "pairs": pair_rows(preds), "dev": dev_rows(preds), "runs": [r for runs in meta.values() for r in runs]}
     print("| held out | recipe | n | accuracy (95% CI) | macro-F1 | negative recall (95% CI, n) | target |")
     print("|---|---|---:|---|---:|---|---|")
     for r in out["holdouts"]:
         (a, b), (c, d) = r["accuracy_ci"], r["negative_recall_ci"]
         print(f"| {r['held_out']} | {r['recipe']} | {r['n']} | {r['accuracy']:.3f} ({a:.2f}-{b:.2f}) | {r['macro_f1']:.3f} "
               f"| {r['negative_recall']:.3f} ({c:.2f}-{d:.2f}, {r['n_negative']}) | {'met' if r['target_met'] else 'missed'} |")
+    if out["pairs"]:
+        print("\n| held out | student minus | n | accuracy difference | p (Holm) |")
+        print("|---|---|---:|---:|---|")
+        for r in out["pairs"]:
+            print(f"| {r['held_out']} | {r['student_minus']} | {r['n']} | {r['difference']:+.3f} | {r['p']:.3f} ({r['p_holm']:.3f}) |")
     print("\n| teacher on dev | n | accuracy (95% CI) | minus full | p (Holm) | training s |")
     print("|---|---:|---|---:|---|---:|")
     for r in out["dev"]:
