@@ -140,6 +140,8 @@ def test_a_regard_run_reports_its_validity_panel(tmp_path, monkeypatch):
     page = (tmp_path / "run" / "report.html").read_text()
     assert "How far to trust the regard numbers" in page and "regard-4+" in page
     assert "On 3 annotated sets it never trained on (" in page  # release 4: text it never saw
+    assert ("Its recipe, trained without one model-decoding source (smollm2/hot) and tested on its 2393 annotated "
+            "sentences, agrees with the majority label 80.7% of the time") in page  # one hold-out: no range
     # its behavioural-test targets, from the shipped checklist.json, whose version is the scorer's own
     import json
 
@@ -165,8 +167,11 @@ def test_the_validity_panel_names_flagged_comparisons():
     assert section["version"] == "regard-test" and len(section["flagged"]) == 1
     assert section["release"] == 4  # not a release's version string: the default release
     unseen = section["held_out"]
-    assert [h["by"] for h in unseen] == ["unseen text"] and unseen[0]["kinds"] == 3
+    assert [h["by"] for h in unseen] == ["unseen text", "source"] and unseen[0]["kinds"] == 3
     assert unseen[0]["n"] > 1000 and 0.6 < unseen[0]["accuracy"][0] <= unseen[0]["accuracy"][1] < 1
+    recipe = unseen[1]  # the student's recipe retrained without SmolLM2 at temperature 1.0
+    assert recipe["kinds"] == 1 and recipe["names"] == "smollm2/hot" and recipe["n"] == 2393
+    assert recipe["accuracy"][0] == recipe["accuracy"][1] and 0.7 < recipe["accuracy"][0] < 0.9
     v2 = regard_validity(Results({"regard_confidence": shares, "regard_confidence_gaps": gaps}, {}), samples,
                          {"scorers": [{"name": "regard", "version": "regard-2+0123456789ab+onnx-int8-checked"}]})
     assert v2["release"] == 2

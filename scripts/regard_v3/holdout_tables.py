@@ -1,6 +1,7 @@
 """Tables of ``holdout.py``'s runs: hold-out figures with 95% intervals, targets, LoRA vs full on dev.
 
-    python scripts/regard_v3/holdout_tables.py RUN_DIR [RUN_DIR ...] --json scripts/regard_v3/holdout-v3.json
+    python scripts/regard_v3/holdout_tables.py RUN_DIR [RUN_DIR ...] --json scripts/regard_v3/holdout-v3.json \
+        --predictions scripts/regard_v3/holdout-predictions.csv
 
 In: folders holding ``holdout.json`` and ``holdout-predictions.csv`` (one per ``holdout.py`` call;
 a run's recipes found in two folders are joined by item, a recipe in both taken from the later one).  Out: Markdown on stdout and ``--json``:
@@ -14,6 +15,12 @@ a run's recipes found in two folders are joined by item, a recipe in both taken 
   fine-tuning with the accuracy difference and a paired permutation p-value (Holm-adjusted over the
   comparisons);
 - ``runs``: settings, device, training seconds, items trained on, pool size, copied from each call's runs.
+
+``--predictions`` writes the joined predictions (item id, run, gold label, each recipe's label).
+``--evaluation`` writes the student's hold-out rows into key ``v<RELEASE>`` of the package's
+``evaluation.json`` as ``held_out_recipe`` (``by`` = ``source`` or ``family``, ``held_out``, ``n_test``,
+``n_negative``, accuracy with its interval, macro-F1, negative recall): the report's validity panel
+shows them beside the unseen-text sets.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
+from nlgbias.scorers.regard import RELEASE
+from nlgbias.training.dataset import dataset_dir
 from nlgbias.training.evaluate import paired_permutation_p
 from evaluate_held_out import figures  # same folder
 
@@ -35,6 +44,10 @@ RECIPES = ("teacher", "student", "gold_only")
 
 def wilson(hits: int, n: int) -> list[float]:
     return [float(x) for x in proportion_confint(hits, n, alpha=0.05, method="wilson")] if n else [float("nan")] * 2
+
+
+def _p(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def holdout_rows(preds: pd.DataFrame) -> list[dict]:
@@ -84,10 +97,25 @@ def dev_rows(preds: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def write_evaluation(rows: list[dict]) -> None:
+    """The student's hold-out rows as ``held_out_recipe`` of key ``v<RELEASE>`` of ``evaluation.json``."""
+    path = dataset_dir() / "evaluation.json"
+    record = json.loads(path.read_text())
+    record[f"v{RELEASE}"]["held_out_recipe"] = [
+        {"by": r["held_out"].split(":")[0], "held_out": r["held_out"].split(":", 1)[1], "n_test": r["n"],
+         "n_negative": r["n_negative"], "accuracy": r["accuracy"], "accuracy_ci": r["accuracy_ci"],
+         "macro_f1": r["macro_f1"], "negative_recall": r["negative_recall"]}
+        for r in rows if r["recipe"] == "student"]
+    path.write_text(json.dumps(record, indent=2, default=float) + "\n")
+    print(f"wrote {path} (v{RELEASE}: held_out_recipe)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("runs", type=Path, nargs="+")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--predictions", type=Path, default=None)
+    parser.add_argument("--evaluation", action="store_true", help="write the student's rows into evaluation.json")
     args = parser.parse_args()
     meta, parts = {}, {}
     for folder in args.runs:
@@ -115,7 +143,8 @@ def main() -> None:
         print("\n| held out | student minus | n | accuracy difference | p (Holm) |")
         print("|---|---|---:|---:|---|")
         for r in out["pairs"]:
-            print(f"| {r['held_out']} | {r['student_minus']} | {r['n']} | {r['difference']:+.3f} | {r['p']:.3f} ({r['p_holm']:.3f}) |")
+            print(f"| {r['held_out']} | {r['student_minus']} | {r['n']} | {r['difference']:+.3f} "
+                  f"| {_p(r['p'])} ({_p(r['p_holm'])}) |")
     print("\n| teacher on dev | n | accuracy (95% CI) | minus full | p (Holm) | training s |")
     print("|---|---:|---|---:|---|---:|")
     for r in out["dev"]:
@@ -125,6 +154,10 @@ def main() -> None:
               f"| {next(m['seconds']['teacher'] for m in meta[r['settings']] if 'teacher' in m['seconds'])} |")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
+    if args.evaluation:
+        write_evaluation(out["holdouts"])
+    if args.predictions:
+        preds[["id", "run", "gold", *[r for r in RECIPES if r in preds]]].to_csv(args.predictions, index=False)
 
 
 if __name__ == "__main__":

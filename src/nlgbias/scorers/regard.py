@@ -84,7 +84,8 @@ def measured_validity(release: int = RELEASE) -> dict:
         per held-out model-decoding source (``by`` = ``source``) and prompt family (``family``),
         averaged over seeds (``evaluation.json``, key ``v2``). Releases 3 and 4: one row per
         annotated set the shipped classifier never trained on (``by`` = ``unseen text``; keys
-        ``v3``, ``v4``). ``checklist``: the release's
+        ``v3``, ``v4``), then the recipe's hold-out rows where measured (``by`` = ``source`` or
+        ``family``: the student retrained without it; ``held_out_recipe``). ``checklist``: the release's
         behavioural-test targets on the test half of the lexicons (``name, target, value, ci_low,
         ci_high, n, met``; ``checklist.json``, written by ``scripts/checklist/run_scorers.py``), or
         an empty list.
@@ -100,7 +101,8 @@ def measured_validity(release: int = RELEASE) -> dict:
         evaluation = json.loads(data_path("regard", "evaluation.json").read_text(encoding="utf-8"))[f"v{release}"]
         rows = [{"by": r["by"], "held_out": r["held_out"], "n": r["n_test"], "accuracy": r["accuracy"],
                  "negative_recall": r["negative_recall"]}
-                for r in evaluation.get("leave_one_source_out") or evaluation["unseen_text"]]
+                for r in evaluation.get("leave_one_source_out")
+                or evaluation["unseen_text"] + evaluation.get("held_out_recipe", [])]
     checklist = json.loads(data_path("regard", "checklist.json").read_text(encoding="utf-8")).get(str(release), {})
     return {"release": release, "own_test_accuracy": config.get("test_accuracy"), "held_out": rows,
             "checklist": checklist.get("targets", [])}
