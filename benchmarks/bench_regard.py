@@ -2,7 +2,8 @@
 
     python benchmarks/bench_regard.py [--repeat 2] [--json out.json]
 
-Texts: the 5,494 masked sentences of the shipped ``regard-v2.csv`` (mean about 26 tokens).
+Texts: the masked sentences of the shipped release's dataset (``load_dataset()``: release 2's
+``regard-v2.csv``, 5,494, mean about 26 tokens; releases 3 and 4's ``regard-v3.csv``, 9,137, mean 24).
 Every variant scores the same texts in the same process, one after the other (so a shared
 machine's load hits them alike; the load average is printed); each is timed ``--repeat`` times and
 the best time is kept.  For each: sentences/s, the share of labels equal to the float32 PyTorch
