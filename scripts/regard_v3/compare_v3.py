@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 import nlgbias
-from evaluate_held_out import figures  # same folder
+from evaluate_held_out import evaluation_row, figures  # same folder
 from nlgbias.checklist.cases import build_cases
 from nlgbias.checklist.check import judge, pass_rates, targets
 from nlgbias.scorers.regard import RELEASE
@@ -118,9 +118,7 @@ def write_evaluation(results: list[dict], shipped: str, teacher: Path | None) ->
     path = dataset_dir() / "evaluation.json"
     record = json.loads(path.read_text())
     mine = next(r for r in results if r["model"] == shipped)
-    rows = [{"by": "unseen text", "held_out": UNSEEN[r["subset"]], "n_test": r["n"], "n_negative": r["n_negative"],
-             "accuracy": r["accuracy"], "accuracy_ci": r["accuracy_ci"], "macro_f1": r["macro_f1"],
-             "negative_recall": r["negative_recall"]} for r in mine["subsets"] if r["subset"] in UNSEEN]
+    rows = [evaluation_row("unseen text", UNSEEN[r["subset"]], r) for r in mine["subsets"] if r["subset"] in UNSEEN]
     record[f"v{RELEASE}"] = {
         "note": (f"Release {RELEASE} (regard): the MiniLM student, distilled from a fully fine-tuned all-mpnet-base-v2 "
                  "teacher (scripts/regard_v3/). unseen_text: the shipped classifier on three annotated sets it never "

@@ -38,6 +38,12 @@ def figures(gold: pd.Series, pred: pd.Series) -> dict:
             "n_negative": int((gold == "negative").sum())}
 
 
+def evaluation_row(by: str, held_out: str, fig: dict) -> dict:
+    """One held-out row of ``evaluation.json`` (what the report's validity panel reads) from :func:`figures`."""
+    return {"by": by, "held_out": held_out, "n_test": fig["n"],
+            **{k: fig[k] for k in ("n_negative", "accuracy", "accuracy_ci", "macro_f1", "negative_recall")}}
+
+
 def print_table(results: list[dict]) -> None:
     """The rows of :func:`figures` (with ``scorer`` and ``subset``) as a Markdown table on stdout."""
     print("| scorer | subset | n | accuracy (95% CI) | macro-F1 | negative recall (n) |")

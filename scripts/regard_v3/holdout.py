@@ -16,7 +16,8 @@ items left (3-class view of ``--data``):
   on the v3 data).
 
 Each is measured on every item of the held-out source or family (all splits: none was trained on).
-``--recipes teacher`` or ``--recipes gold_only`` trains one recipe alone (gold-only needs no mpnet).
+``--recipes`` trains some of the three (the student's teacher is trained and measured with it;
+gold-only alone needs no mpnet).
 ``dev:*`` runs compare full fine-tuning of the teacher with LoRA on the dev split (trained on
 train alone).  Hold-outs run in parallel processes (``--jobs``, default all at once: on one GPU the
 small batches leave room).  Writes ``OUT/holdout.json`` (settings, seconds, n, accuracy,
@@ -114,25 +115,19 @@ def run_one(run: str, args) -> None:
     if run.startswith("dev:"):
         tokenizer, model = timed("teacher", DEV_RUNS[run], args.mpnet)
         measure("teacher", tokenizer, model)
-    elif args.recipes == ["gold_only"]:  # no teacher needed
-        measure("gold_only", *timed("gold_only", SETTINGS, args.minilm))
     else:
-        tokenizer, teacher = timed("teacher", TEACHER, args.mpnet)
-        measure("teacher", tokenizer, teacher)
-        if args.recipes == ["teacher"]:
-            return finish(args, run, result, preds)
-        soft = predict_proba(teacher.eval(), tokenizer, pool["text"].astype(str).tolist(), batch_size=256)
-        del teacher
-        if args.device.startswith("cuda"):
-            torch.cuda.empty_cache()
-        measure("student", *timed("student", {**SETTINGS, "epochs": 2}, args.minilm,
-                                  soft=(pool["text"].astype(str).tolist(), soft)))
-        measure("gold_only", *timed("gold_only", SETTINGS, args.minilm))
-    finish(args, run, result, preds)
-
-
-def finish(args, run: str, result: dict, preds: pd.DataFrame) -> None:
-    """Write the run's PART/<run>.json and PART/<run>.csv."""
+        if "teacher" in args.recipes or "student" in args.recipes:  # the student learns from this teacher
+            tokenizer, teacher = timed("teacher", TEACHER, args.mpnet)
+            measure("teacher", tokenizer, teacher)
+        if "student" in args.recipes:
+            soft = predict_proba(teacher.eval(), tokenizer, pool["text"].astype(str).tolist(), batch_size=256)
+            del teacher
+            if args.device.startswith("cuda"):
+                torch.cuda.empty_cache()
+            measure("student", *timed("student", {**SETTINGS, "epochs": 2}, args.minilm,
+                                      soft=(pool["text"].astype(str).tolist(), soft)))
+        if "gold_only" in args.recipes:
+            measure("gold_only", *timed("gold_only", SETTINGS, args.minilm))
     part = args.part / run.replace(":", "_").replace("/", "_")
     part.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     preds.to_csv(part.with_suffix(".csv"), index=False)
@@ -163,7 +158,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=RUNS)
     parser.add_argument("--jobs", type=int, default=len(RUNS))
     parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=RECIPES,
-                        help="teacher alone, gold_only alone (no encoder of the teacher needed), or all three")
+                        help="which recipes (the student brings its teacher; gold_only alone needs no mpnet)")
     parser.add_argument("--sample", type=int, default=0, help="train and measure on N rows of each table (smoke test)")
     parser.add_argument("--part", type=Path, help=argparse.SUPPRESS)  # set for a child process
     args = parser.parse_args()
@@ -177,7 +172,9 @@ def main() -> None:
               str(args.data), "--pool", str(args.pool), "--device", args.device, "--out", str(args.out),
               "--sample", str(args.sample), "--recipes", *args.recipes,
               "--part", str(args.part)]
-    threads = max(1, (os.cpu_count() or 1) // min(args.jobs, len(args.only)))  # the CPU's cores shared out
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: must be at least 1")
+    threads = max(1, (os.cpu_count() or 1) // max(1, min(args.jobs, len(args.only))))  # the CPU's cores shared out
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
     while pending or running:
         while pending and len(running) < args.jobs:

@@ -33,10 +33,11 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
+from nlgbias.report.sections import format_p
 from nlgbias.scorers.regard import RELEASE
 from nlgbias.training.dataset import dataset_dir
 from nlgbias.training.evaluate import paired_permutation_p
-from evaluate_held_out import figures  # same folder
+from evaluate_held_out import evaluation_row, figures  # same folder
 
 SOURCE_TARGET, FAMILY_TARGET = 0.85, 0.82
 RECIPES = ("teacher", "student", "gold_only")
@@ -44,10 +45,6 @@ RECIPES = ("teacher", "student", "gold_only")
 
 def wilson(hits: int, n: int) -> list[float]:
     return [float(x) for x in proportion_confint(hits, n, alpha=0.05, method="wilson")] if n else [float("nan")] * 2
-
-
-def _p(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def holdout_rows(preds: pd.DataFrame) -> list[dict]:
@@ -101,11 +98,8 @@ def write_evaluation(rows: list[dict]) -> None:
     """The student's hold-out rows as ``held_out_recipe`` of key ``v<RELEASE>`` of ``evaluation.json``."""
     path = dataset_dir() / "evaluation.json"
     record = json.loads(path.read_text())
-    record[f"v{RELEASE}"]["held_out_recipe"] = [
-        {"by": r["held_out"].split(":")[0], "held_out": r["held_out"].split(":", 1)[1], "n_test": r["n"],
-         "n_negative": r["n_negative"], "accuracy": r["accuracy"], "accuracy_ci": r["accuracy_ci"],
-         "macro_f1": r["macro_f1"], "negative_recall": r["negative_recall"]}
-        for r in rows if r["recipe"] == "student"]
+    record[f"v{RELEASE}"]["held_out_recipe"] = [evaluation_row(*r["held_out"].split(":", 1), r)
+                                                  for r in rows if r["recipe"] == "student"]
     path.write_text(json.dumps(record, indent=2, default=float) + "\n")
     print(f"wrote {path} (v{RELEASE}: held_out_recipe)")
 
@@ -144,7 +138,7 @@ def main() -> None:
         print("|---|---|---:|---:|---|")
         for r in out["pairs"]:
             print(f"| {r['held_out']} | {r['student_minus']} | {r['n']} | {r['difference']:+.3f} "
-                  f"| {_p(r['p'])} ({_p(r['p_holm'])}) |")
+                  f"| {format_p(r['p'])} ({format_p(r['p_holm'])}) |")
     print("\n| teacher on dev | n | accuracy (95% CI) | minus full | p (Holm) | training s |")
     print("|---|---:|---|---:|---|---:|")
     for r in out["dev"]:
