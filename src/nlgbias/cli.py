@@ -181,6 +181,10 @@ RUN_OPTIONS: list[tuple[tuple, dict]] = [
     (("--scorer", "scorers"), dict(multiple=True, help="Scorers to use (repeatable) [default: the suite's].")),
     (("--n-boot",), dict(type=int, default=2000, show_default=True, help=f"Bootstrap replicates per CI (100 to {LIMITS['n_boot']:,}).")),
     (("--min-n",), dict(type=int, default=30, show_default=True, help=f"Cells with fewer samples are flagged (at most {LIMITS['min_n']:,}).")),
+    (("--unit",), dict(type=click.Choice(["prompt", "sample"]), default="prompt", show_default=True,
+                       help="The unit of inference: prompt (samples nested in prompts; intervals and tests count "
+                            "templates) or sample (every sample independent, as Sheng et al. 2019; to reproduce "
+                            "papers).")),
     (("--bls-mapping",), dict(type=IN_PATH, default=None,
                               help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for "
                                    "occupation suites.")),
@@ -196,7 +200,7 @@ RUN_OPTIONS: list[tuple[tuple, dict]] = [
                               help=f"With --until-mde: samples per prompt at most (up to {LIMITS['max_samples']:,}) [default: 1000].")),
 ]
 RUN_FIELDS = ("suite", "models", "samples", "seed", "batch_size", "max_new_tokens", "temperature", "top_k", "top_p",
-              "scorers", "n_boot", "min_n", "bls_mapping", "until_mde", "max_samples", "prompts_per_group")
+              "scorers", "n_boot", "min_n", "unit", "bls_mapping", "until_mde", "max_samples", "prompts_per_group")
 
 
 def run_options(command):

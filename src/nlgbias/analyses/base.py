@@ -34,6 +34,7 @@ class AnalysisOptions:
     confidence: float = 0.95
     min_n: int = 30
     bls_mapping: str | None = None  # a user's job -> BLS title mapping (default: the shipped one)
+    unit: str = "prompt"  # the unit of inference: prompt (samples nested in prompts) or sample (all independent)
 
 
 @dataclass(frozen=True)

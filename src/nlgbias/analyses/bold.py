@@ -26,7 +26,7 @@ from nlgbias.metrics.gender_polarity import LABELS, SCORERS, THRESHOLD, gender_p
 from nlgbias.metrics.results import Results
 from nlgbias.report.bold import bold_section
 
-KEY = ["generation_id", "model", "context", "group", "is_empty"]
+KEY = ["generation_id", "model", "context", "group", "template_id", "is_empty"]
 
 
 def continuation_text(samples: pd.DataFrame) -> pd.Series:
@@ -49,7 +49,7 @@ def _bold(tables: RunTables, options: AnalysisOptions) -> Results:
     long = pd.concat([samples[KEY].assign(scorer=name, label=scores[name]) for name in SCORERS], ignore_index=True)
     metrics = compute_metrics(long, comparisons=tables.suite.comparisons, labels=LABELS, gap_labels=("female", "male"),
                               n_boot=options.n_boot, confidence=options.confidence, seed=options.seed,
-                              min_n=options.min_n)
+                              min_n=options.min_n, level=options.unit)
     per_sample = pd.concat([samples[["generation_id", "model", "context", "group"]].reset_index(drop=True),
                             scores.reset_index(drop=True)], axis=1)
     meta = {"bold": {

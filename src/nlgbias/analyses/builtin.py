@@ -50,7 +50,7 @@ from nlgbias.metrics.occupations import (
     rank_frequency,
 )
 from nlgbias.metrics.results import Results
-from nlgbias.metrics.shares import group_shares
+from nlgbias.metrics.shares import UNIT, group_shares, unit_counts
 from nlgbias.metrics.validity import THRESHOLD, low_confidence
 from nlgbias.report import sections
 from nlgbias.scorers.base import LABELS
@@ -68,7 +68,7 @@ def _share_labels(scored: pd.DataFrame) -> tuple[pd.DataFrame, tuple[str, ...]]:
 def _shares(tables: RunTables, options: AnalysisOptions) -> Results:
     labelled, labels = _share_labels(tables.scored)
     return compute_metrics(labelled, comparisons=tables.suite.comparisons, labels=labels, n_boot=options.n_boot,
-                           confidence=options.confidence, seed=options.seed, min_n=options.min_n)
+                           confidence=options.confidence, seed=options.seed, min_n=options.min_n, level=options.unit)
 
 
 def _gap_differences(tables: RunTables, options: AnalysisOptions) -> Results:
@@ -77,17 +77,23 @@ def _gap_differences(tables: RunTables, options: AnalysisOptions) -> Results:
     models = list(dict.fromkeys(labelled["model"]))
     if len(models) < 2:
         return Results({}, {})
-    counts = group_shares(labelled, labels=labels, n_boot=1, seed=options.seed, min_n=options.min_n)  # n, k only
+    counts = group_shares(labelled.drop(columns=UNIT, errors="ignore"), labels=labels, n_boot=1, seed=options.seed,
+                          min_n=options.min_n)  # n, k only
+    units = unit_counts(labelled, ("negative", "positive"))
     table = gap_differences(counts, pairs=tables.suite.comparisons, models=list(combinations(models, 2)),
                             n_boot=options.n_boot, confidence=options.confidence, seed=options.seed,
-                            min_n=options.min_n)
+                            min_n=options.min_n, units=units, level=options.unit if units is not None else "sample")
     return Results({"gap_differences": table}, {"gap_differences": {
         "estimate": "gap difference: (share[model_a, group_a] - share[model_a, group_b]) - (share[model_b, group_a] "
                     "- share[model_b, group_b]); cells a1, a2, b1, b2 = model_a or model_b, group_a or group_b",
-        "ci": f"{options.confidence:.0%} percentile bootstrap, {options.n_boot} replicates, each of the four cells "
-              "resampled within itself",
-        "test": "exact two-sided stratified permutation test: model labels permuted within each group "
-                "(hypergeometric in each group, convolved)",
+        **({"ci": f"{options.confidence:.0%} prompt-level cluster-robust t interval over the four cells (paired by "
+                  "template where they share templates)",
+            "test": "prompt-level t test; p_fixed: exact two-sided stratified permutation test (model labels permuted "
+                    "within each group)"} if options.unit == "prompt" and units is not None else
+           {"ci": f"{options.confidence:.0%} percentile bootstrap, {options.n_boot} replicates, each of the four cells "
+                  "resampled within itself",
+            "test": "exact two-sided stratified permutation test: model labels permuted within each group "
+                    "(hypergeometric in each group, convolved)"}),
         "mde": "normal approximation with every cell at the pooled share, at the family's Bonferroni level, plus a "
                "continuity correction of sum(1/n)/4"}})
 

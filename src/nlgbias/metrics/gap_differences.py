@@ -18,18 +18,22 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from nlgbias.metrics.prompt_level import contrast
 from nlgbias.metrics.resampling import Binomial, bootstrap, cell_rng, require_columns
+from nlgbias.metrics.shares import UnitCounts
 from nlgbias.metrics.significance import gap_difference_p
 
 CELLS = ("a1", "a2", "b1", "b2")  # model a or b, group_a (1) or group_b (2)
 COLUMNS = ["context", "scorer", "label", "group_a", "group_b", "model_a", "model_b",
            *[f"{v}_{c}" for c in CELLS for v in ("n", "k")], "gap_a", "gap_b", "diff", "ci_low", "ci_high", "p",
-           "small_n"]
+           "small_n", "df", "deff", "p_fixed"]
+WEIGHTS = (1.0, -1.0, -1.0, 1.0)  # diff = a1 - a2 - b1 + b2
 
 
 def gap_differences(shares: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], models: Sequence[tuple[str, str]],
                     labels: Sequence[str] = ("negative", "positive"), n_boot: int = 2000, confidence: float = 0.95,
-                    seed: int = 0, min_n: int = 30) -> pd.DataFrame:
+                    seed: int = 0, min_n: int = 30, units: UnitCounts | None = None,
+                    level: str = "prompt") -> pd.DataFrame:
     """Difference between two models' gaps for each group pair, with a bootstrap CI and an exact test.
 
     Parameters
@@ -45,6 +49,9 @@ def gap_differences(shares: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], m
     n_boot, confidence, seed, min_n
         As in :func:`~nlgbias.metrics.shares.differences`; ``small_n`` when a cell has fewer than
         ``min_n`` samples.
+    units, level
+        As in :func:`~nlgbias.metrics.shares.differences`: the per-template counts of each cell
+        and the unit of inference.
 
     Returns
     -------
@@ -52,11 +59,13 @@ def gap_differences(shares: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], m
         One row per (context, scorer, label, group pair, model pair) whose four cells exist:
         ``context, scorer, label, group_a, group_b, model_a, model_b``, then ``n_<cell>, k_<cell>``
         for the cells ``a1`` (model_a, group_a), ``a2`` (model_a, group_b), ``b1``, ``b2``, then
-        ``gap_a, gap_b, diff, ci_low, ci_high, p, small_n``.
+        ``gap_a, gap_b, diff, ci_low, ci_high, p, small_n, df, deff, p_fixed``.
 
     Notes
     -----
-    CI: percentile bootstrap of ``diff``, each of the four cells resampled within itself
+    Prompt level: CI and p from the t reference of
+    :func:`~nlgbias.metrics.prompt_level.contrast` over the four cells (paired by template where
+    they share templates); ``p_fixed`` is the sample-level exact test below.  Sample level: CI: percentile bootstrap of ``diff``, each of the four cells resampled within itself
     (binomial counts), from a generator seeded by the row's key.  p: exact two-sided stratified
     permutation test (:func:`~nlgbias.metrics.significance.gap_difference_p`): within each
     group the model labels are permuted, so the null is that the model does not change the
@@ -84,11 +93,19 @@ def gap_differences(shares: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], m
                 if not all(key in found for key in keys):
                     continue
                 counts = [found[key] for key in keys]
+                estimate = _estimate(counts, n_boot=n_boot, confidence=confidence, min_n=min_n,
+                                     rng=cell_rng(seed, "gap_difference", context, scorer, label, group_a,
+                                                  group_b, model_a, model_b))
+                design = [np.nan, 1.0, estimate[5]]  # df, deff, p_fixed
+                cells = units.get(label) if units is not None else None
+                if cells is not None and not np.isnan(estimate[2]):
+                    prompt = contrast([(w, cells.get((m, context, scorer, g), {}))
+                                       for w, (m, g) in zip(WEIGHTS, keys)])
+                    if level == "prompt":
+                        estimate[3:6] = [*prompt.interval(confidence, bounds=(-2.0, 2.0)), prompt.p_value()]
+                        design[:2] = [prompt.df, prompt.deff]
                 rows.append([context, scorer, label, group_a, group_b, model_a, model_b,
-                             *[v for n_k in counts for v in n_k],
-                             *_estimate(counts, n_boot=n_boot, confidence=confidence, min_n=min_n,
-                                        rng=cell_rng(seed, "gap_difference", context, scorer, label, group_a,
-                                                     group_b, model_a, model_b))])
+                             *[v for n_k in counts for v in n_k], *estimate, *design])
     table = pd.DataFrame(rows, columns=COLUMNS)
     return table.astype({"small_n": bool})
 
@@ -98,7 +115,7 @@ def _estimate(counts, *, n_boot: int, confidence: float, min_n: int, rng: np.ran
     n = np.array([c[0] for c in counts])
     k = np.array([c[1] for c in counts])
     if (n == 0).any():
-        return [np.nan] * 6 + [True]
+        return [np.nan] * 6 + [True]  # gap_a, gap_b, diff, ci_low, ci_high, p, small_n
     share = k / n
     gap_a, gap_b = share[0] - share[1], share[2] - share[3]
     _, low, high, _ = bootstrap(Binomial(n, share, weights=(1, -1, -1, 1)), rng=rng, n_boot=n_boot,

@@ -117,13 +117,36 @@ def samples_for_gap(gap: float, *, base_rate: float, alpha: float, power: float 
     return n
 
 
+def effective(n: int, deff: float) -> int:
+    """The effective n of ``n`` samples at design effect ``deff`` (``n`` where ``deff`` is unknown)."""
+    return max(int(round(n / deff)), 0) if np.isfinite(deff) and deff > 0 else int(n)
+
+
+def t_factor(df: float, alpha: float, power: float = POWER) -> float:
+    """How much wider a t test on ``df`` degrees of freedom needs a gap to be than a z test:
+    ``(t[1 - alpha/2] + t[power]) / (z[1 - alpha/2] + z[power])`` (1 where ``df`` is unknown)."""
+    if not np.isfinite(df) or df <= 0:
+        return 1.0
+    return float((stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df))
+                 / (stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)))
+
+
 def mde_column(gaps: pd.DataFrame, *, alpha: float, power: float = POWER) -> pd.Series:
     """The ``mde`` of each row of a gaps table (``n_a, k_a, n_b, k_b``): the detectable gap at the
-    row's n from its pooled share ``(k_a + k_b) / (n_a + n_b)``."""
+    row's n from its pooled share ``(k_a + k_b) / (n_a + n_b)``.  Where the table has ``deff`` (the
+    design effect; 1 at sample level) each n is its effective n, n / deff, and ``nan`` there (a side
+    with one prompt) gives no MDE; a finite ``df`` widens the gap for a t test (:func:`t_factor`)."""
     values = []
-    for n_a, k_a, n_b, k_b in zip(gaps["n_a"], gaps["k_a"], gaps["n_b"], gaps["k_b"]):
+    empty = pd.Series(np.nan, index=gaps.index)
+    deffs = gaps["deff"].astype(float) if "deff" in gaps else pd.Series(1.0, index=gaps.index)
+    dfs = gaps["df"].astype(float) if "df" in gaps else empty
+    for n_a, k_a, n_b, k_b, deff, df in zip(gaps["n_a"], gaps["k_a"], gaps["n_b"], gaps["k_b"], deffs, dfs):
         pooled = (k_a + k_b) / (n_a + n_b) if n_a + n_b else float("nan")
-        values.append(detectable_gap(int(n_a), int(n_b), base_rate=pooled, alpha=alpha, power=power))
+        if not np.isfinite(deff):
+            values.append(float("nan"))
+            continue
+        gap = detectable_gap(effective(n_a, deff), effective(n_b, deff), base_rate=pooled, alpha=alpha, power=power)
+        values.append(gap * t_factor(df, alpha, power) if np.isfinite(gap) else gap)
     return pd.Series(values, index=gaps.index, dtype=float, name="mde")
 
 
@@ -156,15 +179,21 @@ def detectable_gap_difference(ns, *, base_rate: float, alpha: float, power: floa
 
 def gap_difference_mde_column(table: pd.DataFrame, *, alpha: float, power: float = POWER) -> pd.Series:
     """The ``mde`` of each row of a gap-differences table (``n_a1, k_a1, ..., n_b2, k_b2``): the
-    detectable gap difference at the row's four n from its pooled share."""
+    detectable gap difference at the row's four n from its pooled share (effective n and a t test
+    where the table has ``deff`` and ``df``, as in :func:`mde_column`)."""
     cells = ("a1", "a2", "b1", "b2")
     values = []
     for _, row in table.iterrows():
+        deff, df = float(row.get("deff", 1.0)), float(row.get("df", float("nan")))
         ns = [int(row[f"n_{c}"]) for c in cells]
         pooled = sum(int(row[f"k_{c}"]) for c in cells) / sum(ns) if sum(ns) else float("nan")
-        values.append(detectable_gap_difference(ns, base_rate=pooled, alpha=alpha, power=power))
+        if not np.isfinite(deff):
+            values.append(float("nan"))
+            continue
+        gap = detectable_gap_difference([effective(n, deff) for n in ns], base_rate=pooled, alpha=alpha, power=power)
+        values.append(gap * t_factor(df, alpha, power) if np.isfinite(gap) else gap)
     return pd.Series(values, index=table.index, dtype=float, name="mde")
 
 
 __all__ = ["FDR", "MDE_FLAG", "POWER", "continuity", "detectable_gap", "detectable_gap_difference", "detectable_h",
-           "effect_size", "family_alpha", "gap_difference_mde_column", "gap_power", "mde_column", "samples_for_gap"]
+           "effect_size", "effective", "t_factor", "family_alpha", "gap_difference_mde_column", "gap_power", "mde_column", "samples_for_gap"]

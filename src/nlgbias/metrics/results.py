@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from nlgbias.metrics.power import FDR, POWER, family_alpha, gap_difference_mde_column, mde_column
-from nlgbias.metrics.shares import differences, group_shares
+from nlgbias.metrics.shares import differences, group_shares, unit_counts
 from nlgbias.metrics.significance import fdr_bh
 from nlgbias.store.export import write_csv, write_json
 
@@ -98,47 +98,53 @@ class Results:
         return cls(tables, data["meta"])
 
 
-FLOAT_COLUMNS = {"share", "ci_low", "ci_high", "share_a", "share_b", "diff", "p", "p_adj", "mde"}
+FLOAT_COLUMNS = {"share", "ci_low", "ci_high", "share_a", "share_b", "diff", "p", "p_adj", "mde", "n_units", "icc",
+                 "deff", "n_eff", "units_a", "units_b", "df", "p_fixed"}
 
 
 def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, str]],
                     labels: Sequence[str] = ("negative", "neutral", "positive"),
                     gap_labels: Sequence[str] = ("negative", "positive"),
                     n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
-                    min_n: int = 30) -> Results:
+                    min_n: int = 30, level: str = "prompt") -> Results:
     """Shares, group gaps and model gaps of a scored run.
 
     Parameters
     ----------
     scored : pandas.DataFrame
-        One row per (generation, scorer): ``model, context, scorer, group, label`` and
-        ``is_empty`` (bool, the continuation was empty).
+        One row per (generation, scorer): ``model, context, scorer, group, label``,
+        ``is_empty`` (bool, the continuation was empty) and ``template_id`` (what samples are
+        nested in; without it every sample counts as independent).
     comparisons : sequence of (str, str)
         Group pairs from the suite, e.g. ``[("man", "woman"), ("Black", "White")]``.
     labels : sequence of str
         Labels reported in every cell.
     gap_labels : sequence of str
         Labels whose share differences are tested.
-    n_boot, confidence, seed, min_n
-        See :func:`~nlgbias.metrics.shares.group_shares`.
+    n_boot, confidence, seed, min_n, level
+        See :func:`~nlgbias.metrics.shares.group_shares`; ``level`` is the unit of inference,
+        ``prompt`` or ``sample``.
 
     Returns
     -------
     Results
     """
-    shares = group_shares(scored, labels=labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
+    shares = group_shares(scored, labels=labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n,
+                          level=level)
     empties = (scored.groupby(["model", "context", "scorer", "group"], sort=False)["is_empty"].sum()
                .rename("n_empty").reset_index())
     shares = shares.merge(empties, on=["model", "context", "scorer", "group"], how="left")
     shares["n_empty"] = shares["n_empty"].fillna(0).astype(int)
-    options: dict[str, Any] = dict(labels=gap_labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
+    units = unit_counts(scored, gap_labels)
+    level = level if units is not None else "sample"
+    options: dict[str, Any] = dict(labels=gap_labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n,
+                                   units=units, level=level)
     gaps = differences(shares, column="group", pairs=comparisons, within=["model", "context", "scorer"], **options)
     models = list(dict.fromkeys(scored["model"]))
     model_gaps = differences(shares, column="model", pairs=list(combinations(models, 2)),
                              within=["context", "scorer", "group"], **options)
     meta = {
-        "ci": f"{confidence:.0%} percentile bootstrap, {n_boot} replicates, resampled within each cell",
-        "test": "exact two-sided permutation test of the difference in shares (hypergeometric null)",
+        **methods(level, confidence=confidence, n_boot=n_boot), "unit": level,
         "correction": "", "mde": "",  # set by adjust_family
         "confidence": confidence, "n_boot": n_boot, "seed": seed, "min_n": min_n,
         "labels": list(labels), "gap_labels": list(gap_labels), "comparisons": [list(c) for c in comparisons],
@@ -148,6 +154,19 @@ def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, st
                             ["gaps", "model_gaps"])
     results.meta["columns"] = {name: list(t.columns) for name, t in results.tables.items()}
     return results
+
+
+def methods(level: str, *, confidence: float, n_boot: int) -> dict[str, str]:
+    """The ``ci`` and ``test`` lines of ``meta`` for a level of inference (``prompt`` or ``sample``)."""
+    if level == "prompt":
+        return {"ci": f"{confidence:.0%} prompt-level intervals: samples are nested in templates (or prompts); shares "
+                      "Wilson at the effective n with a t quantile on templates - 1 degrees of freedom; gaps "
+                      "cluster-robust t intervals, paired by template where groups share templates",
+                "test": "prompt-level t test of the gap (templates treated as a sample of templates); p_fixed: exact "
+                        "stratified permutation test conditional on the templates"}
+    return {"ci": f"{confidence:.0%} sample-level percentile bootstrap, {n_boot} replicates, resampled within each "
+                  "cell (Wilson or Newcombe at 0/n and n/n); every sample counted as independent",
+            "test": "sample-level exact two-sided permutation test of the difference in shares (hypergeometric null)"}
 
 
 def adjust_family(results: Results, names: Sequence[str]) -> Results:

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from nlgbias.metrics.shares import differences, group_shares
+from nlgbias.metrics.shares import UNIT, differences, group_shares, unit_counts
 from nlgbias.metrics.significance import fdr_bh
 
 LOW = "low_confidence"
@@ -50,7 +50,8 @@ def confidence_table(samples: pd.DataFrame, *, scorer: str = "regard", threshold
     if column not in samples.columns:
         return pd.DataFrame(columns=[*by, "scorer", "p_max", "label"])
     p_max = samples[column].map(max_probability)
-    table = samples.loc[p_max.notna(), list(by)].assign(scorer=scorer, p_max=p_max[p_max.notna()])
+    keep = [*by, *([UNIT] if UNIT in samples.columns else [])]  # the template, for prompt-level intervals
+    table = samples.loc[p_max.notna(), keep].assign(scorer=scorer, p_max=p_max[p_max.notna()])
     table["label"] = np.where(table["p_max"] < threshold, LOW, "confident")
     return table.reset_index(drop=True)
 
@@ -85,7 +86,7 @@ def low_confidence(samples: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], s
     shares = group_shares(table, by=by, labels=[LOW, "confident"], n_boot=n_boot, confidence=confidence,
                           seed=seed, min_n=min_n)
     gaps = differences(shares, column="group", pairs=pairs, within=["model", "context", "scorer"], labels=[LOW],
-                       n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n)
+                       n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n, units=unit_counts(table, [LOW]))
     gaps["p_adj"] = fdr_bh(gaps["p"]) if len(gaps) else []
     gaps["flagged"] = gaps["p_adj"] < alpha
     shares = shares[shares["label"] == LOW].drop(columns="label").reset_index(drop=True)

@@ -34,6 +34,7 @@ from nlgbias.analyses import AnalysisOptions, analyses_for, check_analyses, repo
 from nlgbias.errors import InputError, StoreError, command_line, option
 from nlgbias.keys import config_id
 from nlgbias.metrics.results import Results, named_results, rename_models
+from nlgbias.metrics.shares import LEVELS
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
 from nlgbias.models.batching import stored_batch_size
 from nlgbias.models.hf import first_load_note
@@ -106,6 +107,7 @@ class RunConfig:
     n_boot: int = 2000
     confidence: float = 0.95
     min_n: int = 30
+    unit: str = "prompt"  # the unit of inference (nlgbias.metrics.shares.LEVELS)
     bls_mapping: str | None = None
     precision: PrecisionTarget | None = None  # --until-mde: sample in rounds (nlgbias.pipeline.precision)
     batch_auto: dict | None = None  # how --batch-size auto chose batch_size (nlgbias.models.batching)
@@ -115,7 +117,7 @@ class RunConfig:
                seed: int = 0, batch_size: int | str = "auto", max_new_tokens: int | None = None,
                temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
                scorers: Sequence[str] | None = None, backend_options: BackendOptions | None = None,
-               n_boot: int = 2000, confidence: float = 0.95, min_n: int = 30,
+               n_boot: int = 2000, confidence: float = 0.95, min_n: int = 30, unit: str = "prompt",
                bls_mapping: str | Path | None = None, until_mde: float | None = None,
                max_samples: int | None = None, prompts_per_group: int | str | None = None) -> RunConfig:
         """Check the options of :func:`run` (one-line :class:`InputError` on the first bad one) and resolve them."""
@@ -124,6 +126,8 @@ class RunConfig:
                           device=options.device, concurrency=options.concurrency, timeout=options.timeout,
                           max_retries=options.max_retries, api_base=options.api_base, models=models,
                           cooldown=options.cooldown)
+        if unit not in LEVELS:
+            raise InputError(f"{option('--unit', unit)}: must be one of {', '.join(LEVELS)}")
         if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
             raise InputError(f"{option('--samples', samples)}: must be a whole number of at least 1")
         if not models:
@@ -142,7 +146,7 @@ class RunConfig:
                                        top_k=top_k, top_p=top_p, bls_mapping=bls_mapping)
         size, auto = batch_size_of(measurement, suite, batch_size, refs=refs, options=options, samples=samples,
                                    params=fields.get("params"))
-        return cls(suite, refs, options, samples, seed, size, n_boot=n_boot, confidence=confidence, min_n=min_n,
+        return cls(suite, refs, options, samples, seed, size, n_boot=n_boot, confidence=confidence, min_n=min_n, unit=unit,
                    precision=precision, batch_auto=auto, **fields)
 
     @property
@@ -158,7 +162,7 @@ class RunConfig:
     @property
     def analysis(self) -> AnalysisOptions:
         """The statistics settings every analysis of the run gets."""
-        return AnalysisOptions(seed=self.seed, n_boot=self.n_boot, confidence=self.confidence, min_n=self.min_n,
+        return AnalysisOptions(seed=self.seed, n_boot=self.n_boot, confidence=self.confidence, min_n=self.min_n, unit=self.unit,
                                bls_mapping=self.bls_mapping)
 
     def identity(self) -> dict:
@@ -202,7 +206,7 @@ class RunConfig:
                         for s in self.scorers],
             "scorers_unavailable": list(self.unavailable),
             "statistics": {"analyses": list(self.analyses), "n_boot": self.n_boot, "confidence": self.confidence,
-                           "min_n": self.min_n, "seed": self.seed,
+                           "min_n": self.min_n, "unit": self.unit, "seed": self.seed,
                            **({"bls_mapping": self.bls_mapping} if self.bls_mapping else {}),
                            **{k: results.meta[k] for k in ("ci", "test", "correction") if k in results.meta}},
             "counts": {"samples": int(len(table)),
@@ -219,7 +223,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
         max_new_tokens: int | None = None, temperature: float | None = None, top_k: int | None = None,
         top_p: float | None = None, scorers: Sequence[str] | None = None,
         backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
-        min_n: int = 30, quiet: bool = False, command: Sequence[str] | None = None,
+        min_n: int = 30, unit: str = "prompt", quiet: bool = False, command: Sequence[str] | None = None,
         bls_mapping: str | Path | None = None, force: bool = False, until_mde: float | None = None,
         max_samples: int | None = None, ray: RayOptions | None = None,
         prompts_per_group: int | str | None = None) -> RunResult:
@@ -247,6 +251,9 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     backend_options : BackendOptions, optional
         dtype, device, server URLs, key variable, concurrency per server, timeout, retries, cool-down.
     n_boot, confidence, min_n : statistics settings (see :func:`nlgbias.metrics.compute_metrics`).
+    unit : {"prompt", "sample"}, default="prompt"
+        The unit of inference: ``prompt`` counts templates (samples are nested in prompts);
+        ``sample`` treats every sample as independent, as Sheng et al. 2019 did (to reproduce papers).
     quiet : bool
         No progress bars or notes.
     command : sequence of str, optional
@@ -277,7 +284,8 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     config = RunConfig.create(suite, models=models, samples=samples, seed=seed, batch_size=batch_size,
                               max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                               scorers=scorers, backend_options=backend_options, n_boot=n_boot, confidence=confidence,
-                              min_n=min_n, bls_mapping=bls_mapping, until_mde=until_mde, max_samples=max_samples,
+                              min_n=min_n, unit=unit, bls_mapping=bls_mapping, until_mde=until_mde,
+                              max_samples=max_samples,
                               prompts_per_group=prompts_per_group)
     return run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force, ray=ray)
 

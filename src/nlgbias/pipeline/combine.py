@@ -160,6 +160,7 @@ def _settings(folder: Path, manifest: dict, *, min_n: int | None, confidence: fl
         "n_boot": statistics.get("n_boot"),
         "confidence": confidence if confidence is not None else statistics.get("confidence"),
         "min_n": min_n if min_n is not None else statistics.get("min_n"),
+        "unit": statistics.get("unit", "prompt"),
     }
 
 
@@ -194,7 +195,7 @@ def _analyse(members) -> Part:
     statistics = manifest["statistics"]
     options = AnalysisOptions(seed=int(manifest["sampling"]["seed"]), n_boot=int(statistics["n_boot"]),
                               confidence=float(settings["confidence"]), min_n=int(settings["min_n"]),
-                              bls_mapping=statistics.get("bls_mapping"))
+                              unit=str(settings["unit"]), bls_mapping=statistics.get("bls_mapping"))
     tables = RunTables(samples, scored_long(samples, scorers), suite)
     names = model_names(models)  # unique over all the part's runs, as one run of them all would name them
     infos = [{**m, "name": names[m["model"]]} for entry, _ in members for m in entry[3]["models"]]
@@ -208,7 +209,7 @@ def _analyse(members) -> Part:
         "models": infos,
         "scorers_unavailable": [u for entry, _ in members for u in entry[3].get("scorers_unavailable", [])],
         "statistics": {**statistics, "analyses": list(results.meta.get("analyses", [])),
-                       "confidence": options.confidence, "min_n": options.min_n,
+                       "confidence": options.confidence, "min_n": options.min_n, "unit": options.unit,
                        **{k: results.meta[k] for k in ("ci", "test", "correction") if k in results.meta}},
         "counts": {"samples": int(len(samples)), "empty_continuations": int(samples["is_empty"].sum()),
                    "prompts": int(samples["prompt_id"].nunique()), "models": len(models)},

@@ -85,7 +85,8 @@ class GenerateAndScore:
             sampling["precision"] = config.precision.describe()
         return {"sampling": sampling, "truncate": config.suite.truncate,
                 "scorers": {s.name: s.version for s in config.scorers},
-                "statistics": {"n_boot": config.n_boot, "confidence": config.confidence, "min_n": config.min_n}}
+                "statistics": {"n_boot": config.n_boot, "confidence": config.confidence, "min_n": config.min_n,
+                               **({"unit": config.unit} if config.unit != "prompt" else {})}}
 
     def manifest(self, config) -> dict:
         return {**config.params.to_dict(), "samples_per_prompt": config.samples, "seed": config.seed,
@@ -155,13 +156,16 @@ def _scored_tables(config, store: RunStore, plan: pd.DataFrame, prompts: pd.Data
     return RunTables(table, scored_long(table, [s.name for s in config.scorers]), config.suite)
 
 
+SCORED_KEY = ["generation_id", "model", "context", "group", "template_id", "is_empty"]
+
+
 def scored_long(samples: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
     """One row per (sample, scorer) from a samples table's ``<scorer>_label`` columns:
-    ``generation_id, model, context, group, is_empty, scorer, label`` (scorer by scorer)."""
-    rows = [samples[["generation_id", "model", "context", "group", "is_empty"]]
-            .assign(scorer=name, label=samples[f"{name}_label"]) for name in scorers]
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
-        columns=["generation_id", "model", "context", "group", "is_empty", "scorer", "label"])
+    ``generation_id, model, context, group, template_id, is_empty, scorer, label`` (scorer by
+    scorer; ``template_id`` is what samples are nested in, for prompt-level statistics)."""
+    key = [c for c in SCORED_KEY if c in samples.columns]
+    rows = [samples[key].assign(scorer=name, label=samples[f"{name}_label"]) for name in scorers]
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=[*SCORED_KEY, "scorer", "label"])
 
 
 def _precision_rounds(config, store: RunStore, prompts: pd.DataFrame, generate,
