@@ -17,7 +17,9 @@ per stratum of units:
 - **paired** (the cells share their units: sheng2019's groups share templates, two models share
   prompts): one stratum, the per-unit contrasts vary together, df = U - 1.  With equal samples per
   unit this is exactly the t interval on the per-template gaps.
-- **unpaired** (each cell has its own prompts: BOLD): one stratum per cell, Welch-Satterthwaite df.
+- **unpaired** (each cell has its own prompts: BOLD): one stratum per cell, and the degrees of
+  freedom of the smallest (Hsu's conservative choice: Welch-Satterthwaite's let 13% of null gaps
+  through at 5 prompts per group in ``scripts/sim_prompt_level.py``).
 
 The variance is never taken below the *within-unit* (binomial) variance, the variance the
 contrast would have if the units were fixed; a cell at 0/n or n/n uses Agresti-Caffo's
@@ -124,11 +126,7 @@ def contrast(cells: Sequence[tuple[float, Units]]) -> Contrast:
         parts.append((count, count / (count - 1) * float(np.sum((values - values.mean()) ** 2))
                       if count > 1 else float("nan")))
     cluster = sum(v for _, v in parts)
-    if len(parts) == 1:
-        df = float(parts[0][0] - 1)
-    else:
-        denominator = sum(v * v / (c - 1) for c, v in parts) if all(c > 1 for c, _ in parts) else float("nan")
-        df = cluster ** 2 / denominator if denominator > 0 else float(min(c for c, _ in parts) - 1)
+    df = float(min(c for c, _ in parts) - 1)  # one stratum: U - 1; several: Hsu's conservative choice
     se = math.sqrt(max(cluster, within)) if np.isfinite(cluster) else float("nan")
     return Contrast(estimate, se, df, math.sqrt(binomial), len(z), sum(n for _, n, _ in totals))
 

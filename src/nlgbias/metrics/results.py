@@ -181,8 +181,9 @@ def adjust_family(results: Results, names: Sequence[str]) -> Results:
 
     names = [name for name in names if name in results.tables]
     tables = {name: results.tables[name].copy() for name in names}
-    adjusted = fdr_bh(np.concatenate([tables[name]["p"].to_numpy(float) for name in names] or [np.empty(0)]))
-    n_comparisons = sum(len(t) for t in tables.values())
+    p_values = np.concatenate([tables[name]["p"].to_numpy(float) for name in names] or [np.empty(0)])
+    adjusted = fdr_bh(p_values)
+    n_comparisons = int(np.sum(~np.isnan(p_values)))  # BH's m: a comparison without a p is not tested
     alpha = family_alpha(n_comparisons)
     start = 0
     for table in tables.values():

@@ -17,23 +17,32 @@ import pandas as pd
 from nlgbias.metrics.power import FDR
 from nlgbias.metrics.results import Results
 
-KINDS = (("gaps", "group gap", "group gaps"), ("model_gaps", "model gap", "model gaps"),
-         ("gap_differences", "gap difference", "gap differences"))
+# (table, one, many, shape): the tables of the run's Benjamini-Hochberg family; ``shape`` is the
+# table whose columns it has (how the key findings word it)
+KINDS = (("gaps", "group gap", "group gaps", "gaps"), ("model_gaps", "model gap", "model gaps", "model_gaps"),
+         ("gap_differences", "gap difference", "gap differences", "gap_differences"),
+         ("polarity_gaps", "gender-polarity gap", "gender-polarity gaps", "gaps"),
+         ("polarity_model_gaps", "gender-polarity model gap", "gender-polarity model gaps", "model_gaps"))
+FEW_PROMPTS = 10  # comparisons with fewer prompts (templates) on a side get a warning
 TOP = 12  # findings listed
 
 
 def family_tables(results: Results) -> dict[str, pd.DataFrame]:
     """The run's tables of tested comparisons that exist and are not empty, in :data:`KINDS` order."""
-    return {name: results.table(name) for name, _, _ in KINDS if not results.table(name).empty}
+    return {name: results.table(name) for name, *_ in KINDS if not results.table(name).empty}
 
 
 def family_counts(results: Results, *, alpha: float = FDR) -> dict:
     """Comparisons and significant comparisons (adjusted p < ``alpha``), per kind and in all.
 
+    A comparison without a p-value (one prompt on a side, at prompt level) is not tested and not
+    in the family; ``untested`` counts them.
+
     Returns
     -------
     dict
-        ``n`` (every comparison: the size of the Benjamini-Hochberg family), ``significant``,
+        ``n`` (every tested comparison: the size of the Benjamini-Hochberg family, the
+        ``n_comparisons`` of ``metrics.json``), ``untested``, ``significant``,
         ``kinds``: one ``{name, label, n, significant}`` per non-empty table, and ``text``: the
         kinds in words (``"24 group gaps, 24 model gaps and 12 gap differences"``), and
         ``significant_text``: the significant ones in words.
@@ -44,14 +53,20 @@ def family_counts(results: Results, *, alpha: float = FDR) -> dict:
     (4, 3, '3 group gaps and 1 gap difference', '2 group gaps and 1 gap difference')
     """
     kinds = []
-    for name, one, many in KINDS:
+    untested = 0
+    for name, one, many, _ in KINDS:
         table = results.table(name)
         if table.empty:
             continue
+        tested = int(table["p"].notna().sum()) if "p" in table else int(len(table))
+        untested += int(len(table)) - tested
+        if not tested:
+            continue
         significant = int((table["p_adj"] < alpha).sum())
-        kinds.append({"name": name, "label": one if len(table) == 1 else many, "n": int(len(table)),
+        kinds.append({"name": name, "label": one if tested == 1 else many, "n": tested,
                       "significant": significant, "significant_label": one if significant == 1 else many})
-    return {"n": sum(k["n"] for k in kinds), "significant": sum(k["significant"] for k in kinds), "kinds": kinds,
+    return {"n": sum(k["n"] for k in kinds), "untested": untested,
+            "significant": sum(k["significant"] for k in kinds), "kinds": kinds,
             "text": _listed([f"{k['n']} {k['label']}" for k in kinds]),
             "significant_text": _listed([f"{k['significant']} {k['significant_label']}" for k in kinds
                                          if k["significant"]])}
@@ -67,9 +82,11 @@ def _listed(words: list[str]) -> str:
 def top_findings(results: Results, *, alpha: float = FDR, limit: int = TOP) -> list[dict]:
     """The significant comparisons of every kind, largest absolute difference first (at most ``limit``).
 
-    Each row of its table plus ``kind`` (``gaps``, ``model_gaps`` or ``gap_differences``).
+    Each row of its table plus ``kind``, the shape of its table (``gaps``, ``model_gaps`` or
+    ``gap_differences``; a gender-polarity gap is worded as a group gap).
     """
-    rows = [dict(row, kind=name) for name, table in family_tables(results).items()
+    shape = {name: kind for name, _, _, kind in KINDS}
+    rows = [dict(row, kind=shape[name]) for name, table in family_tables(results).items()
             for row in table[table["p_adj"] < alpha].to_dict(orient="records")]
     return sorted(rows, key=lambda r: -abs(r["diff"]))[:limit]
 
@@ -111,4 +128,23 @@ def precision_line(manifest: dict) -> str | None:
             f"the {outcome['of']} gaps it targets still above an MDE of {outcome['target']:g} points ({largest}).")
 
 
-__all__ = ["KINDS", "family_counts", "family_tables", "precision_line", "precision_outcome", "top_findings"]
+def few_prompts(results: Results, *, least: int = FEW_PROMPTS) -> dict | None:
+    """The comparisons of the family with fewer than ``least`` prompts (templates) on a side:
+    ``n`` of ``of``, and the fewest (``fewest``); None when every comparison has enough, or the
+    run has no prompt counts (written before them).
+
+    >>> table = pd.DataFrame({"units_a": [5.0, 20.0], "units_b": [5.0, 20.0], "p": [0.1, 0.2]})
+    >>> few_prompts(Results({"gaps": table}))
+    {'n': 1, 'of': 2, 'fewest': 5, 'least': 10}
+    """
+    tables = [t for t in family_tables(results).values() if "units_a" in t]
+    if not tables:
+        return None
+    fewest = pd.concat([t[["units_a", "units_b"]].min(axis=1) for t in tables], ignore_index=True)
+    weak = fewest[fewest < least]
+    if weak.empty:
+        return None
+    return {"n": int(len(weak)), "of": int(len(fewest)), "fewest": int(weak.min()), "least": least}
+
+
+__all__ = ["FEW_PROMPTS", "KINDS", "family_counts", "few_prompts", "family_tables", "precision_line", "precision_outcome", "top_findings"]

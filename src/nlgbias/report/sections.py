@@ -18,7 +18,7 @@ from nlgbias.annotation.sample import hard_examples
 from nlgbias.metrics.power import FDR, MDE_FLAG
 from nlgbias.metrics.results import Results
 from nlgbias.metrics.validity import THRESHOLD
-from nlgbias.report.findings import family_counts, family_tables, precision_line, top_findings
+from nlgbias.report.findings import family_counts, family_tables, few_prompts, precision_line, top_findings
 from nlgbias.report.charts import ALONE_BAR_WIDTH, stacked_panels
 from nlgbias.report.svg import bar_chart, line_chart, scatter
 from nlgbias.scorers.regard import ANNOTATED, RELEASE, measured_validity
@@ -65,6 +65,8 @@ def shares(results: Results, _samples: pd.DataFrame, manifest: dict) -> dict | N
         "findings": top_findings(results, alpha=SIGNIFICANCE),
         "counts": family_counts(results, alpha=SIGNIFICANCE),
         "precision": precision_line(manifest),
+        "few_prompts": few_prompts(results),
+        "unit": results.meta.get("unit", "sample"),
         "small_cells": int(results.shares.drop_duplicates(["model", "context", "scorer", "group"])["small_n"].sum()),
         "mde": low_power(pd.concat(family, ignore_index=True)) if family else None,
         "mde_flag": MDE_FLAG,
