@@ -52,8 +52,8 @@ def test_the_suite_has_43_groups_the_papers_comparisons_and_samples_per_group():
         "gender", "political_ideology", "profession", "race", "religious_ideology"}
     assert len(suite.comparisons) == 1 + 6 + 21 + 66  # actors-actresses; race, religion, politics pairwise
     assert ("American_actors", "American_actresses") in suite.comparisons
-    prompts = expand_suite(suite)  # the default: 1 per group
-    assert len(prompts) == 43 and prompts.groupby("group").size().eq(1).all()
+    prompts = expand_suite(suite)  # the default: 20 per group (a gap needs prompts, not only samples)
+    assert len(prompts) == 43 * 20 and prompts.groupby("group").size().eq(20).all() and suite.samples == 10
     three = expand_suite(with_prompt_sample(suite, 3, seed=0))
     assert three.groupby("group").size().eq(3).all() and len(three) == 129
     assert (three["context"] == three["axis"]).all() and three["prompt_id"].is_unique

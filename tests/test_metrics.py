@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from statsmodels.stats.proportion import proportion_confint
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
@@ -95,7 +96,10 @@ def test_group_shares_counts_each_group_independently():
     assert not out["small_n"].any()
     assert group_shares(table, labels=LABELS, min_n=11)["small_n"].all()
     b_positive = out[(out.group == "b") & (out.label == "positive")].iloc[0]
-    assert (b_positive["k"], b_positive["ci_low"], b_positive["ci_high"]) == (0, 0.0, 0.0)
+    # 0 of 10: Wilson's interval (statsmodels), not the bootstrap's zero width
+    low, high = proportion_confint(0, 10, alpha=0.05, method="wilson")
+    assert b_positive["k"] == 0 and b_positive["ci_low"] == pytest.approx(low, abs=1e-9)
+    assert b_positive["ci_high"] == pytest.approx(high, abs=1e-9) and high > 0.2
 
 
 def test_compute_metrics_adjusts_over_all_comparisons_of_a_run():

@@ -126,7 +126,12 @@ def test_plan_from_a_run_uses_observed_base_rates_and_the_run_family(tmp_path, c
                      "  - {id: t1, context: c, text: '{group} was'}\n  - {id: t2, context: c, text: '{group} is'}\n"
                      "comparisons: [[a, b]]\nscorers: [vader]\n")
     out = tmp_path / "run"
-    nlgbias.run(str(suite), models=["fake"], samples=40, n_boot=100, out=out, quiet=True)
+    # at prompt level 2 templates (1 degree of freedom) can see no gap at the family's level
+    prompt_level = tmp_path / "prompt"
+    nlgbias.run(str(suite), models=["fake"], samples=40, n_boot=100, out=prompt_level, quiet=True)
+    assert pd.read_csv(prompt_level / "gaps.csv")["mde"].isna().all()
+    # at sample level the MDE is the closed form at each n
+    nlgbias.run(str(suite), models=["fake"], samples=40, n_boot=100, out=out, quiet=True, unit="sample")
     gaps = pd.read_csv(out / "gaps.csv")
     assert "mde" in gaps.columns and len(gaps) == 2
     for row in gaps.itertuples():

@@ -194,7 +194,7 @@ RUN_OPTIONS: list[tuple[tuple, dict]] = [
                                  "groups stop early.")),
     (("--prompts-per-group",), dict(default=None, metavar="N|all",
                                     help="A seeded sample of N prompts per group (drawn by --seed; recorded in "
-                                         "the manifest and the run id), or all [default: the suite's (bold 1, "
+                                         "the manifest and the run id), or all [default: the suite's (bold 20, "
                                          "holisticbias-regard 3), else all].")),
     (("--max-samples",), dict(type=int, default=None,
                               help=f"With --until-mde: samples per prompt at most (up to {LIMITS['max_samples']:,}) [default: 1000].")),

@@ -26,7 +26,7 @@ from nlgbias.metrics.significance import gap_difference_p
 CELLS = ("a1", "a2", "b1", "b2")  # model a or b, group_a (1) or group_b (2)
 COLUMNS = ["context", "scorer", "label", "group_a", "group_b", "model_a", "model_b",
            *[f"{v}_{c}" for c in CELLS for v in ("n", "k")], "gap_a", "gap_b", "diff", "ci_low", "ci_high", "p",
-           "small_n", "df", "deff", "p_fixed"]
+           "small_n", "units", "df", "deff", "p_fixed"]
 WEIGHTS = (1.0, -1.0, -1.0, 1.0)  # diff = a1 - a2 - b1 + b2
 
 
@@ -59,7 +59,8 @@ def gap_differences(shares: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], m
         One row per (context, scorer, label, group pair, model pair) whose four cells exist:
         ``context, scorer, label, group_a, group_b, model_a, model_b``, then ``n_<cell>, k_<cell>``
         for the cells ``a1`` (model_a, group_a), ``a2`` (model_a, group_b), ``b1``, ``b2``, then
-        ``gap_a, gap_b, diff, ci_low, ci_high, p, small_n, df, deff, p_fixed``.
+        ``gap_a, gap_b, diff, ci_low, ci_high, p, small_n, units, df, deff, p_fixed`` (``units``: the
+        fewest templates, or prompts, of the four cells).
 
     Notes
     -----
@@ -96,14 +97,15 @@ def gap_differences(shares: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], m
                 estimate = _estimate(counts, n_boot=n_boot, confidence=confidence, min_n=min_n,
                                      rng=cell_rng(seed, "gap_difference", context, scorer, label, group_a,
                                                   group_b, model_a, model_b))
-                design = [np.nan, 1.0, estimate[5]]  # df, deff, p_fixed
+                design = [np.nan, np.nan, 1.0, estimate[5]]  # units, df, deff, p_fixed
                 cells = units.get(label) if units is not None else None
                 if cells is not None and not np.isnan(estimate[2]):
-                    prompt = contrast([(w, cells.get((m, context, scorer, g), {}))
-                                       for w, (m, g) in zip(WEIGHTS, keys)])
+                    sides = [cells.get((m, context, scorer, g), {}) for m, g in keys]
+                    prompt = contrast(list(zip(WEIGHTS, sides)))
+                    design[0] = min(len(side) for side in sides)
                     if level == "prompt":
                         estimate[3:6] = [*prompt.interval(confidence, bounds=(-2.0, 2.0)), prompt.p_value()]
-                        design[:2] = [prompt.df, prompt.deff]
+                        design[1:3] = [prompt.df, prompt.deff]
                 rows.append([context, scorer, label, group_a, group_b, model_a, model_b,
                              *[v for n_k in counts for v in n_k], *estimate, *design])
     table = pd.DataFrame(rows, columns=COLUMNS)

@@ -145,8 +145,9 @@ def mde_column(gaps: pd.DataFrame, *, alpha: float, power: float = POWER) -> pd.
         if not np.isfinite(deff):
             values.append(float("nan"))
             continue
-        gap = detectable_gap(effective(n_a, deff), effective(n_b, deff), base_rate=pooled, alpha=alpha, power=power)
-        values.append(gap * t_factor(df, alpha, power) if np.isfinite(gap) else gap)
+        gap = detectable_gap(effective(n_a, deff), effective(n_b, deff), base_rate=pooled, alpha=alpha,
+                             power=power) * t_factor(df, alpha, power)
+        values.append(gap if np.isfinite(gap) and 0 <= _toward_half(pooled, gap) <= 1 else float("nan"))
     return pd.Series(values, index=gaps.index, dtype=float, name="mde")
 
 
@@ -190,8 +191,9 @@ def gap_difference_mde_column(table: pd.DataFrame, *, alpha: float, power: float
         if not np.isfinite(deff):
             values.append(float("nan"))
             continue
-        gap = detectable_gap_difference([effective(n, deff) for n in ns], base_rate=pooled, alpha=alpha, power=power)
-        values.append(gap * t_factor(df, alpha, power) if np.isfinite(gap) else gap)
+        gap = detectable_gap_difference([effective(n, deff) for n in ns], base_rate=pooled, alpha=alpha,
+                                        power=power) * t_factor(df, alpha, power)
+        values.append(gap if gap <= 1 else float("nan"))
     return pd.Series(values, index=table.index, dtype=float, name="mde")
 
 

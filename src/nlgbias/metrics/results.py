@@ -99,7 +99,7 @@ class Results:
 
 
 FLOAT_COLUMNS = {"share", "ci_low", "ci_high", "share_a", "share_b", "diff", "p", "p_adj", "mde", "n_units", "icc",
-                 "deff", "n_eff", "units_a", "units_b", "df", "p_fixed"}
+                 "deff", "n_eff", "units_a", "units_b", "units", "df", "p_fixed"}
 
 
 def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, str]],

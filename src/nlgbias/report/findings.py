@@ -129,18 +129,20 @@ def precision_line(manifest: dict) -> str | None:
 
 
 def few_prompts(results: Results, *, least: int = FEW_PROMPTS) -> dict | None:
-    """The comparisons of the family with fewer than ``least`` prompts (templates) on a side:
-    ``n`` of ``of``, and the fewest (``fewest``); None when every comparison has enough, or the
-    run has no prompt counts (written before them).
+    """The tested comparisons of the family with fewer than ``least`` prompts (templates) in a cell
+    (``units_a``, ``units_b``; a gap difference's ``units``, the fewest of its four cells): ``n``
+    of ``of`` (the family's size, as :func:`family_counts`), and the fewest; None when every
+    comparison has enough, or the run has no prompt counts (written before them).
 
     >>> table = pd.DataFrame({"units_a": [5.0, 20.0], "units_b": [5.0, 20.0], "p": [0.1, 0.2]})
     >>> few_prompts(Results({"gaps": table}))
     {'n': 1, 'of': 2, 'fewest': 5, 'least': 10}
     """
-    tables = [t for t in family_tables(results).values() if "units_a" in t]
+    tables = [t[t["p"].notna()] for t in family_tables(results).values() if "units_a" in t or "units" in t]
     if not tables:
         return None
-    fewest = pd.concat([t[["units_a", "units_b"]].min(axis=1) for t in tables], ignore_index=True)
+    fewest = pd.concat([t["units"] if "units" in t else t[["units_a", "units_b"]].min(axis=1) for t in tables],
+                       ignore_index=True)
     weak = fewest[fewest < least]
     if weak.empty:
         return None
