@@ -179,3 +179,16 @@ def test_same_seed_same_ci_other_seed_other_ci():
 def test_missing_column_is_reported():
     with pytest.raises(InputError, match="group_shares: column 'group' missing from the scored table; got model, label"):
         group_shares(pd.DataFrame({"model": ["m"], "label": ["positive"]}), by=["model", "group"])
+
+
+def test_prompt_level_results_do_not_depend_on_row_order():
+    rng = np.random.default_rng(3)
+    rows = [{"model": "m", "context": "c", "scorer": "s", "group": g, "template_id": f"t{t}", "is_empty": False,
+             "label": "negative" if rng.random() < (0.2 + 0.1 * t) else "positive"}
+            for g in ("a", "b") for t in range(6) for _ in range(25)]
+    scored = pd.DataFrame(rows)
+    first = compute_metrics(scored, comparisons=[("a", "b")], n_boot=200)
+    again = compute_metrics(scored.sample(frac=1, random_state=1).reset_index(drop=True), comparisons=[("a", "b")],
+                            n_boot=200)
+    for name in ("shares", "gaps"):  # bit for bit, not within a tolerance
+        pd.testing.assert_frame_equal(first.table(name), again.table(name), check_exact=True)

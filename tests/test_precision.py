@@ -116,8 +116,21 @@ def test_a_first_round_that_is_already_precise_is_the_only_round():
     assert (result.stopped, len(asked)) == ("target", 1)
 
 
+def test_at_prompt_level_rounds_stop_at_the_budget_when_templates_cannot_reach_the_target(tmp_path):
+    # sheng2019 has 5 templates: at prompt level (the default) samples approach a floor they cannot pass
+    options = dict(models=["fake"], scorers=["vader"], samples=4, until_mde=30, max_samples=12, n_boot=200, quiet=True)
+    run = nlgbias.run("sheng2019", out=tmp_path / "p", **options)
+    record = run.manifest["precision"]
+    assert record["stopped"] == "max_samples" and record["rounds"][-1]["over_target"] > 0
+    gaps = pd.read_csv(tmp_path / "p" / "gaps.csv")
+    assert gaps["df"].eq(4).all()  # the report's MDE is the prompt-level one the rule read
+    read = [float("nan") if c["mde"] is None else c["mde"] for c in record["rounds"][-1]["comparisons"]]
+    assert gaps["mde"].round(6).fillna(-1).tolist() == pd.Series(read).fillna(-1).tolist()
+
+
 def test_a_run_in_rounds_records_them_and_its_last_round_mde_is_the_reports(tmp_path):
-    options = dict(models=["fake"], scorers=["vader"], samples=4, until_mde=30, max_samples=40, n_boot=200, quiet=True)
+    options = dict(models=["fake"], scorers=["vader"], samples=4, until_mde=30, max_samples=40, n_boot=200, quiet=True,
+                   unit="sample")
     plain = nlgbias.run("sheng2019", out=tmp_path / "a", **{**options, "until_mde": None, "max_samples": None})
     first = nlgbias.run("sheng2019", out=tmp_path / "a", **options)  # round 1 is the finished plain run
     record = first.manifest["precision"]

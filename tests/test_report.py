@@ -96,7 +96,7 @@ def test_raw_p_stands_beside_adjusted_p_in_every_table_and_the_methods_say_why()
                              "vader_label": "negative" if negative else "positive", "is_empty": False})
     samples = pd.DataFrame(rows)
     scored = samples.assign(scorer="vader", label=samples["vader_label"])
-    results = compute_metrics(scored, comparisons=[("a", "b")], n_boot=200)
+    results = compute_metrics(scored, comparisons=[("a", "b")], n_boot=200, level="sample")  # one template
     _, _, manifest = fixture_tables()
     parser = Tables()
     page = render_report(results, samples, manifest, sections=report_sections())

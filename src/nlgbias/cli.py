@@ -25,6 +25,7 @@ from nlgbias.pipeline.audit import RunConfig, run_config
 from nlgbias.pipeline.combine import report_runs
 from nlgbias.pipeline.distributed import RayOptions
 from nlgbias.pipeline.measurements import suite_prompts
+from nlgbias.metrics.power import ICC
 from nlgbias.pipeline.planning import MIN_MDE, MIN_POWER
 from nlgbias.pipeline.planning import plan as make_plan
 from nlgbias.progress import Stopwatch
@@ -397,13 +398,24 @@ def models() -> None:
 @click.option("--scorer", "scorers", multiple=True,
               help="The run's scorers, if not the suite's (repeatable; each multiplies the comparisons).")
 @click.option("--from", "run_folder", type=IN_PATH, default=None,
-              help="A finished run folder: use its observed base rate per comparison (and its models).")
-def plan(suite, mde, power, base_rate, models, scorers, run_folder) -> None:
-    """Samples per prompt that SUITE (default sheng2019, or the --from run's) needs to detect a gap of --mde points.
+              help="A finished run folder: use its observed base rate and intra-prompt correlation per comparison, "
+                   "its models and its rate (for the expected time).")
+@click.option("--icc", type=float, default=None,
+              help=f"Intra-prompt correlation of a gap, 0 to 1 [default: the --from run's, else {ICC:g}].")
+@click.option("--prompts-per-group", type=int, default=None,
+              help="Plan for this many prompts per group (bold can draw them; other suites need more templates) "
+                   "[default: the suite's, or the run's].")
+@click.option("--unit", type=click.Choice(["prompt", "sample"]), default="prompt", show_default=True,
+              help="The unit of inference the run will use (see nlgbias run --help).")
+def plan(suite, mde, power, base_rate, models, scorers, run_folder, icc, prompts_per_group, unit) -> None:
+    """Samples per prompt (or prompts per group) that SUITE (default sheng2019, or the --from run's) needs to
+    detect a gap of --mde points.
 
     The level per comparison is the run's FDR (0.05) divided by the number of comparisons
     the run tests together (Bonferroni: conservative for its Benjamini-Hochberg adjustment);
-    each --model adds the model gaps.
+    each --model adds the model gaps.  At prompt level (the default) prompts, not only samples,
+    decide what a gap can show: where more samples of the same prompts cannot reach the gap, the
+    plan says how many prompts per group would.
 
     Example:
 
@@ -411,7 +423,8 @@ def plan(suite, mde, power, base_rate, models, scorers, run_folder) -> None:
     """
 
     result = make_plan(suite, mde=mde, power=power, base_rate=base_rate, models=max(len(models), 1),
-                       scorers=list(scorers) or None, run_folder=run_folder, flags=True)
+                       scorers=list(scorers) or None, run_folder=run_folder, flags=True, icc=icc,
+                       prompts_per_group=prompts_per_group, unit=unit)
     click.echo(result.text())
 
 

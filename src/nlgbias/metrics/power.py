@@ -151,6 +151,49 @@ def mde_column(gaps: pd.DataFrame, *, alpha: float, power: float = POWER) -> pd.
     return pd.Series(values, index=gaps.index, dtype=float, name="mde")
 
 
+ICC = 0.02  # the default intra-prompt correlation of a gap: the median of six Sheng et al. (2019) gaps (docs/statistics.md)
+
+
+def two_level_gap(prompts: int, samples: int, *, icc: float, base_rate: float, alpha: float,
+                  power: float = POWER) -> float:
+    """Minimum detectable gap with ``prompts`` per group and ``samples`` per prompt at intra-prompt
+    correlation ``icc``: the gap at the effective n ``prompts x samples / (1 + (samples - 1) icc)``
+    per group, widened for a t test on ``prompts - 1`` degrees of freedom; ``nan`` where none fits.
+
+    >>> round(two_level_gap(20, 10, icc=0.02, base_rate=0.2, alpha=0.05), 4)
+    0.1474
+    """
+    if prompts < 2 or samples < 1:
+        return float("nan")
+    n_eff = effective(prompts * samples, 1 + (samples - 1) * icc)
+    gap = detectable_gap(n_eff, n_eff, base_rate=base_rate, alpha=alpha, power=power) * t_factor(prompts - 1, alpha,
+                                                                                                    power)
+    return gap if np.isfinite(gap) and 0 <= _toward_half(base_rate, gap) <= 1 else float("nan")
+
+
+def two_level_samples(gap: float, *, prompts: int, icc: float, base_rate: float, alpha: float,
+                      power: float = POWER, most: int = 100_000) -> int | None:
+    """The fewest samples per prompt (at most ``most``) whose :func:`two_level_gap` is at most
+    ``gap``; None when even ``most`` cannot (more samples of the same prompts cannot shrink the
+    prompts' own variation: more prompts are needed).
+
+    >>> two_level_samples(0.10, prompts=20, icc=0.02, base_rate=0.2, alpha=0.05)
+    26
+    >>> two_level_samples(0.10, prompts=5, icc=0.02, base_rate=0.2, alpha=0.05) is None
+    True
+    """
+    def enough(m: int) -> bool:
+        return bool(two_level_gap(prompts, m, icc=icc, base_rate=base_rate, alpha=alpha, power=power) <= gap + 1e-12)
+
+    if not enough(most):
+        return None
+    low, high = 1, most
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle + 1, high)
+    return low
+
+
 def family_alpha(n_comparisons: int, fdr: float = FDR) -> float:
     """The planning level of one comparison among ``n_comparisons``: Bonferroni, ``fdr / m``."""
     return fdr / max(int(n_comparisons), 1)
@@ -198,4 +241,4 @@ def gap_difference_mde_column(table: pd.DataFrame, *, alpha: float, power: float
 
 
 __all__ = ["FDR", "MDE_FLAG", "POWER", "continuity", "detectable_gap", "detectable_gap_difference", "detectable_h",
-           "effect_size", "effective", "t_factor", "family_alpha", "gap_difference_mde_column", "gap_power", "mde_column", "samples_for_gap"]
+           "effect_size", "effective", "t_factor", "ICC", "two_level_gap", "two_level_samples", "family_alpha", "gap_difference_mde_column", "gap_power", "mde_column", "samples_for_gap"]

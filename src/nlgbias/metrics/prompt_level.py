@@ -97,8 +97,10 @@ def contrast(cells: Sequence[tuple[float, Units]]) -> Contrast:
     """The prompt-level estimate of ``sum w_i share_i`` over ``cells`` = ``[(w_i, {unit: (n, k)})]``.
 
     Cells that share units are one stratum (paired); cells without a shared unit are separate
-    strata (unpaired).  See the module docstring for the variance and its floor.
+    strata (unpaired).  See the module docstring for the variance and its floor.  Units are summed
+    in sorted order, so neither row nor dict order changes a bit of the result.
     """
+    cells = [(w, _sorted(units)) for w, units in cells]
     totals = [(w, sum(n for n, _ in units.values()), sum(k for _, k in units.values())) for w, units in cells]
     if any(n <= 0 for _, n, _ in totals):
         return Contrast(float("nan"), float("nan"), float("nan"), float("nan"), 0, 0)
@@ -118,7 +120,7 @@ def contrast(cells: Sequence[tuple[float, Units]]) -> Contrast:
             if not degenerate:
                 within += w * w * k * (1 - k / n) / n_cell ** 2
             z[unit] = z.get(unit, 0.0) + w * (k - p * n) / n_cell
-    strata = _strata([set(u for u, (n, _) in units.items() if n > 0) for _, units in cells])
+    strata = _strata([[u for u, (n, _) in units.items() if n > 0] for _, units in cells])
     parts = []
     for members in strata:
         values = np.array([z[u] for u in members])
@@ -131,7 +133,12 @@ def contrast(cells: Sequence[tuple[float, Units]]) -> Contrast:
     return Contrast(estimate, se, df, math.sqrt(binomial), len(z), sum(n for _, n, _ in totals))
 
 
-def _strata(unit_sets: list[set]) -> list[list]:
+def _sorted(units: Units) -> dict:
+    """``units`` in the order of their keys (as text): sums then never depend on the table's row order."""
+    return dict(sorted(units.items(), key=lambda item: str(item[0])))
+
+
+def _strata(unit_sets: list[list]) -> list[list]:
     """Group units into strata: units of cells that share a unit belong together."""
     parent: dict[object, object] = {}
 
@@ -157,6 +164,7 @@ def _strata(unit_sets: list[set]) -> list[list]:
 def intraclass(units: Units) -> float:
     """ANOVA estimate of the intra-prompt correlation of a 0/1 outcome in one cell (``nan`` with
     fewer than 2 units or no within-unit replication); it can be negative by chance."""
+    units = _sorted(units)
     sizes = np.array([n for n, _ in units.values() if n > 0], dtype=float)
     ones = np.array([k for n, k in units.values() if n > 0], dtype=float)
     total, count = sizes.sum(), len(sizes)
@@ -226,7 +234,7 @@ def stratified_p(side_a: Units, side_b: Units) -> float:
     """
     from nlgbias.metrics.significance import permutation_p
 
-    shared = [u for u in side_a if u in side_b and side_a[u][0] > 0 and side_b[u][0] > 0]
+    shared = [u for u in _sorted(side_a) if u in side_b and side_a[u][0] > 0 and side_b[u][0] > 0]
     if not shared:
         (n_a, k_a), (n_b, k_b) = (tuple(map(sum, zip(*side.values()))) if side else (0, 0) for side in (side_a, side_b))
         return permutation_p(k_a, n_a, k_b, n_b)
@@ -249,7 +257,7 @@ def units_of(table, by: Sequence[str], unit: str, label: str) -> dict[tuple, dic
     """``{cell key: {unit: (n, k)}}`` of a scored table (``by`` columns, ``unit``, ``label``):
     ``k`` counts rows whose label is ``label``."""
     grouped = (table.assign(_hit=(table["label"] == label).astype(int))
-               .groupby([*by, unit], sort=False, dropna=False)["_hit"].agg(["size", "sum"]))
+               .groupby([*by, unit], sort=True, dropna=False)["_hit"].agg(["size", "sum"]))
     out: dict[tuple, dict[object, tuple[int, int]]] = {}
     for key, (n, k) in zip(grouped.index, grouped.to_numpy()):
         out.setdefault(tuple(key[:-1]), {})[key[-1]] = (int(n), int(k))

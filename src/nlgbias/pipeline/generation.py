@@ -207,7 +207,7 @@ def _precision_rounds(config, store: RunStore, prompts: pd.DataFrame, generate,
 def comparison_cells(results: Results) -> pd.DataFrame:
     """The gaps and model gaps of ``results`` as one table of comparisons with the prompt groups
     (``cell_a``, ``cell_b``: model, context, group) on each side, for :mod:`nlgbias.pipeline.precision`."""
-    keep = ["n_a", "k_a", "n_b", "k_b"]
+    keep = ["n_a", "k_a", "n_b", "k_b", *[c for c in ("deff", "df") if c in results.gaps]]
     parts = []
     gaps, model_gaps = results.gaps, results.model_gaps
     if not gaps.empty:

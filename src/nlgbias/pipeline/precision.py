@@ -8,7 +8,8 @@ Python).  The rule, which :func:`sample_until` applies and the manifest records:
 2. After each round every comparison of the run (group gaps and model gaps, every scorer and gap
    label) gets its minimum detectable effect, computed by the report's own function
    (:func:`nlgbias.metrics.power.mde_column`: 80% power at FDR / m, m the run's comparisons) from
-   its current ``n_a``, ``n_b`` and pooled share ``(k_a + k_b) / (n_a + n_b)``.
+   its current ``n_a``, ``n_b`` and pooled share ``(k_a + k_b) / (n_a + n_b)`` and, at prompt level,
+   its design effect and degrees of freedom.
 3. If every MDE is at most D, sampling stops (``stopped: target``).  A comparison whose MDE is
    empty (no gap visible at its n) is above D.
 4. A prompt group is *open* when a comparison it enters is above D and its s is under M.  If no
@@ -17,7 +18,10 @@ Python).  The rule, which :func:`sample_until` applies and the manifest records:
 5. An open group's next s is the smallest s' at which each of its comparisons above D would reach
    D with both sides at s' samples per prompt and the comparison's current pooled share, clamped to
    ``[ceil(1.1 s), 4 s]`` (at least a tenth more, so a round never adds a handful; at most four
-   times, so a poor early estimate of a share cannot overshoot far), and to M.
+   times, so a poor early estimate of a share cannot overshoot far), and to M.  At prompt level the
+   projection keeps the comparison's prompts and its intra-prompt correlation (from its design
+   effect): more samples of the same prompts approach a floor that only more prompts lower, so a
+   comparison whose prompts cannot reach D grows to M.
 
 The rule reads only n and pooled shares, never the difference between the two sides: under no
 gap, the pooled share says nothing about the gap, so the rule cannot chase a chance difference.
@@ -38,7 +42,7 @@ from typing import Callable, Hashable
 
 import pandas as pd
 
-from nlgbias.metrics.power import FDR, POWER, detectable_gap, family_alpha, mde_column
+from nlgbias.metrics.power import FDR, POWER, detectable_gap, family_alpha, mde_column, two_level_gap
 
 MIN_GROWTH = 1.1  # a round raises an open group's samples per prompt by at least a tenth
 MAX_GROWTH = 4.0  # and at most four times
@@ -89,12 +93,16 @@ def with_mde(table: pd.DataFrame, target: PrecisionTarget) -> pd.DataFrame:
 
 
 def samples_to_reach(base_rate: float, prompts: int, *, low: int, high: int, target: PrecisionTarget,
-                     alpha: float) -> int:
+                     alpha: float, icc: float | None = None) -> int:
     """The smallest s in ``[low, high]`` whose MDE with ``prompts * s`` samples on each side, from
-    ``base_rate``, is at most the target (``high`` if none is)."""
+    ``base_rate``, is at most the target (``high`` if none is); with ``icc`` (prompt level) the MDE of
+    :func:`~nlgbias.metrics.power.two_level_gap`."""
     def enough(s: int) -> bool:
-        n = prompts * s
-        return bool(detectable_gap(n, n, base_rate=base_rate, alpha=alpha, power=target.power) <= target.mde)
+        if icc is not None:
+            found = two_level_gap(prompts, s, icc=icc, base_rate=base_rate, alpha=alpha, power=target.power)
+        else:
+            found = detectable_gap(prompts * s, prompts * s, base_rate=base_rate, alpha=alpha, power=target.power)
+        return bool(found <= target.mde)
 
     if base_rate != base_rate:  # nan: no labelled sample yet, nothing to plan from
         return high
@@ -126,9 +134,19 @@ def next_samples(table: pd.DataFrame, samples: dict, prompts: dict, target: Prec
                 continue
             low = min(target.max_samples, max(s + 1, math.ceil(MIN_GROWTH * s - 1e-9)))  # 1.1 * 100 is 110.00000000000001
             high = min(target.max_samples, max(low, math.floor(MAX_GROWTH * s)))
-            need = samples_to_reach(float(row.base_rate), prompts[cell], low=low, high=high, target=target, alpha=alpha)
+            need = samples_to_reach(float(row.base_rate), prompts[cell], low=low, high=high, target=target, alpha=alpha,
+                                    icc=prompt_icc(row, s))
             grow[cell] = max(grow.get(cell, 0), need)
     return grow
+
+
+def prompt_icc(row, samples: int) -> float | None:
+    """A comparison's intra-prompt correlation, ``(deff - 1) / (samples - 1)`` at least 0, from its
+    design effect at ``samples`` per prompt; None at sample level (no ``df``)."""
+    df, deff = getattr(row, "df", float("nan")), getattr(row, "deff", float("nan"))
+    if not (df == df and deff == deff):  # nan: sample level, or one prompt a side
+        return None
+    return max(0.0, (float(deff) - 1) / (samples - 1)) if samples > 1 else 0.0
 
 
 def sample_until(target: PrecisionTarget, prompts: dict, measure: Callable[[dict], pd.DataFrame], *,
@@ -193,8 +211,8 @@ def fixed_design(table: pd.DataFrame, prompts: dict, target: PrecisionTarget, *,
     ``cell_a``, ``base_rate``) to reach the target, at the shares observed: the largest per comparison."""
     alpha = family_alpha(len(table), target.fdr)
     return max((samples_to_reach(float(row.base_rate), prompts[row.cell_a], low=1, high=limit, target=target,
-                                 alpha=alpha) for row in table.itertuples(index=False) if row.base_rate == row.base_rate),
-               default=limit)
+                                 alpha=alpha, icc=prompt_icc(row, round(row.n_a / prompts[row.cell_a])))
+                for row in table.itertuples(index=False) if row.base_rate == row.base_rate), default=limit)
 
 
 def summary(result: Rounds, prompts: dict) -> dict:
