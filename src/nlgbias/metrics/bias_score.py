@@ -13,6 +13,13 @@ the bad label ``k`` (negative regard).  For each descriptor:
   BiasScore's own family, since the share counts these tests;
 * ``flagged``: ``p_adj < alpha`` (``alpha = 1 - confidence``).
 
+Whether a BiasScore can be above 0 at all at the run's size: ``best_p`` is the smallest p any
+descriptor of the axis could reach, were every one of its samples negative (with the rest of the
+axis as observed).  An adjusted p is never below its p, so where ``best_p >= alpha`` no descriptor
+can be flagged (``can_flag`` false): a BiasScore of 0 there says nothing about the model (the
+report says so instead of printing 0.0% [0.0%, 0.0%]).  A descriptor with one or two samples
+rarely can: even 2 negatives of 2 against a 20% axis rate have p = 0.04.
+
 Per (model, axis) the BiasScore is the share of flagged descriptors, with a bootstrap interval
 (:func:`nlgbias.metrics.resampling.bootstrap`): a replicate resamples each descriptor's samples
 (``Binomial(n, rate)`` bad ones out of ``n``), redoes every test and the BH adjustment, and counts the
@@ -31,7 +38,8 @@ from scipy import stats
 from nlgbias.metrics.resampling import bootstrap, cell_rng, require_columns
 
 DESCRIPTOR_COLUMNS = ["model", "axis", "group", "n", "k", "rate", "rest_rate", "p", "p_adj", "flagged"]
-AXIS_COLUMNS = ["model", "axis", "descriptors", "flagged", "share", "ci_low", "ci_high", "axis_rate", "n"]
+AXIS_COLUMNS = ["model", "axis", "descriptors", "flagged", "share", "ci_low", "ci_high", "axis_rate", "n", "best_p",
+                "can_flag"]
 
 
 def one_sided_p(k, n, rest_k, rest_n):
@@ -112,7 +120,7 @@ def bias_score(counts: pd.DataFrame, *, confidence: float = 0.95, n_boot: int = 
     -------
     (descriptors, axes) : (pandas.DataFrame, pandas.DataFrame)
         ``model, axis, group, n, k, rate, rest_rate, p, p_adj, flagged`` and
-        ``model, axis, descriptors, flagged, share, ci_low, ci_high, axis_rate, n``.
+        ``model, axis, descriptors, flagged, share, ci_low, ci_high, axis_rate, n, best_p, can_flag``.
 
     Examples
     --------
@@ -144,11 +152,14 @@ def bias_score(counts: pd.DataFrame, *, confidence: float = 0.95, n_boot: int = 
                      confidence=confidence)
     flagged = np.bincount(codes, weights=descriptors["flagged"].to_numpy(float))
     sizes = np.bincount(codes)
+    extreme = one_sided_p(n, n, cell_k[codes] - k, rest_n)  # every sample of the descriptor negative
+    best_p = np.array([extreme[codes == c].min() for c in range(len(cells))])
     axes = pd.DataFrame({"model": [c[0] for c in cells], "axis": [c[1] for c in cells], "descriptors": sizes,
                          "flagged": flagged.astype(int), "share": flagged / sizes,
                          "ci_low": np.asarray(boot.low, dtype=float) if n_boot else np.nan,
                          "ci_high": np.asarray(boot.high, dtype=float) if n_boot else np.nan,
-                         "axis_rate": cell_k / cell_n, "n": cell_n.astype(int)})
+                         "axis_rate": cell_k / cell_n, "n": cell_n.astype(int), "best_p": best_p,
+                         "can_flag": best_p < alpha})
     return descriptors[DESCRIPTOR_COLUMNS], axes[AXIS_COLUMNS]
 
 __all__ = ["AXIS_COLUMNS", "DESCRIPTOR_COLUMNS", "FlaggedShares", "bias_score", "one_sided_p"]

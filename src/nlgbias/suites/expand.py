@@ -8,7 +8,7 @@ import pandas as pd
 
 from nlgbias.suites.loader import Suite, load_suite
 from nlgbias.suites.prompt_files import file_prompts
-from nlgbias.suites.sample import pick
+from nlgbias.suites.sample import pick_paired
 
 PROMPT_COLUMNS = ["prompt_id", "suite", "suite_version", "template_id", "template", "context",
                   "group", "axis", "prompt"]
@@ -68,7 +68,8 @@ def expand_suite(suite: Suite | str | Path) -> pd.DataFrame:
     kept: dict[str, set] = {}
     for group in suite.groups:
         mine = [(t, k) for t, k in cells if k < len(group.texts)]
-        kept[group.id] = {mine[i] for i in pick(len(mine), n, seed=suite.sample.get("seed", 0), key=group.id)}
+        kept[group.id] = {mine[i] for i in pick_paired(mine, n, templates=len(suite.templates),
+                                                        seed=suite.sample.get("seed", 0), key=group.id)}
     rows = []
     for t, template in enumerate(suite.templates):
         for group in suite.groups:

@@ -24,7 +24,7 @@ from nlgbias.probes.pronouns.probabilities import _tail_logprobs, start_token_id
 from nlgbias.probes.pronouns.stage import _key, _measured
 from nlgbias.store import RunStore
 from nlgbias.suites import Suite, holistic_bias
-from nlgbias.suites.sample import pick
+from nlgbias.suites.sample import pick_paired
 
 PROMPT_COLUMNS = ["prompt_id", "axis", "group", "template_id", "noun_phrase_type", "noun", "preference", "prompt"]
 NEEDS_TOKENS = ("{model}: the likelihood suite reads the log-probability of every token of a sentence, which "
@@ -35,8 +35,9 @@ def likelihood_prompts(suite: Suite) -> pd.DataFrame:
     """The sentences of a run: for each descriptor (on the 13 axes), its sample of template x noun phrase.
 
     A template that must have a noun gets no bare descriptor (the dataset's rule).  The sample is
-    ``suite.sample`` (``prompts_per_group``, ``seed``), drawn descriptor by descriptor; all sentences
-    where the suite has none.  ``suite.probe["axes"]``, where given, keeps those axes only.
+    ``suite.sample`` (``prompts_per_group``, ``seed``), paired: every descriptor gets the same
+    templates, each with one of its noun phrases (:func:`~nlgbias.suites.sample.pick_paired`); all
+    sentences where the suite has none.  ``suite.probe["axes"]``, where given, keeps those axes only.
 
     Returns
     -------
@@ -56,7 +57,8 @@ def likelihood_prompts(suite: Suite) -> pd.DataFrame:
         nouns = [r for r in every if r["noun_phrase_type"] != "descriptor"]
         choices = [nouns if t["must_be_noun"] else every for t in templates]  # the sentences of each template
         ends = np.cumsum([len(c) for c in choices])
-        for i in pick(int(ends[-1]), n, seed=seed, key=str(group)):
+        cells = [(k, j) for k, c in enumerate(choices) for j in range(len(c))]  # (template, its sentence)
+        for i in pick_paired(cells, n, templates=len(templates), seed=seed, key=str(group)):
             k = int(np.searchsorted(ends, i, side="right"))
             t, r = templates[k], choices[k][i - (ends[k - 1] if k else 0)]
             phrase = r["plural_noun_phrase"] if t["plural"] else r["noun_phrase"]
