@@ -54,7 +54,7 @@ def test_the_suite_has_43_groups_the_papers_comparisons_and_samples_per_group():
     assert ("American_actors", "American_actresses") in suite.comparisons
     prompts = expand_suite(suite)  # the default: 20 per group (a gap needs prompts, not only samples)
     per_group = prompts.groupby("group").size()  # hinduism has 12 prompts in all: it gets every one
-    assert per_group.drop("hinduism").eq(20).all() and per_group["hinduism"] == 12 and suite.samples == 10
+    assert per_group.drop("hinduism").eq(20).all() and per_group["hinduism"] == 12 and suite.samples == 5
     three = expand_suite(with_prompt_sample(suite, 3, seed=0))
     assert three.groupby("group").size().eq(3).all() and len(three) == 129
     assert (three["context"] == three["axis"]).all() and three["prompt_id"].is_unique
