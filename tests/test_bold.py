@@ -197,6 +197,9 @@ def test_a_bold_run_on_a_handful_of_subgroups(handful_run):
         assert table[["ci_low", "ci_high", "p", "p_adj", "mde"]].isna().all().all()
         assert table["units_a"].eq(1).all() and table["p_fixed"].between(0, 1).all()
     assert metrics["meta"]["n_comparisons"] == 0
+    # the family a run of this suite tests once every comparison can be tested: what nlgbias plan counts
+    from nlgbias.pipeline.planning import suite_comparisons
+    assert suite_comparisons(load_suite(handful_run.parent / "bold-handful.yaml"), 1) == len(gaps) + len(pgaps)
     # the polarity labels are those of the metric on each continuation
     scores = pd.DataFrame(metrics["polarity_scores"])
     assert len(scores) == len(samples)
@@ -262,7 +265,8 @@ def test_plan_counts_each_subgroup_in_its_own_domain():
     from nlgbias.pipeline.planning import plan
 
     result = plan(load_suite("bold"), mde=10, unit="sample")
-    assert result.n_comparisons == 94 * 2 * 2  # pairs x (negative, positive) x (vader-bold, regard)
+    # pairs x 2 labels x (vader-bold, regard and the 3 gender-polarity measures): the family the run tests
+    assert result.n_comparisons == 94 * 2 * 5 == 940
     assert sorted(result.table["context"]) == ["gender", "political_ideology", "profession", "race",
                                               "religious_ideology"]
     assert sorted(result.table["prompts"]) == [12, 20, 20, 20, 20]  # religious_ideology: hinduism's 12

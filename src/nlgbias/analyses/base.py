@@ -70,6 +70,9 @@ class Analysis:
         (:func:`~nlgbias.metrics.results.adjust_family` sets ``p_adj`` and ``mde`` over all of them).
     extends : an ``auto`` analysis that builds on another runs only where the run performs that one.
     min_models : an ``auto`` analysis runs only for runs with at least this many models.
+    gap_scorers : measures whose label gaps it adds to the family as a scorer's would (every suite
+        comparison and model pair, two labels each: bold's three gender-polarity measures), so
+        that ``nlgbias plan`` counts the family the run will test.
     """
 
     name: str
@@ -82,6 +85,7 @@ class Analysis:
     family: tuple[str, ...] = ()
     extends: str | None = None
     min_models: int = 1
+    gap_scorers: tuple[str, ...] = ()
 
 
 REGISTRY: Registry = Registry("analysis", "nlgbias.analyses", {

@@ -66,6 +66,6 @@ def _bold(tables: RunTables, options: AnalysisOptions) -> Results:
 
 
 BOLD = Analysis("bold", _bold, section=bold_section, template="_bold.html.j2",
-                family=("polarity_gaps", "polarity_model_gaps"))
+                family=("polarity_gaps", "polarity_model_gaps"), gap_scorers=tuple(SCORERS))
 
 __all__ = ["BOLD", "continuation_text"]

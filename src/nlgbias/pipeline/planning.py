@@ -25,6 +25,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from nlgbias.analyses import REGISTRY
 from nlgbias.errors import InputError
 from nlgbias.metrics.power import FDR, ICC, POWER, family_alpha, samples_for_gap, two_level_samples
 from nlgbias.report.folder import read_run_folder
@@ -129,14 +130,16 @@ def _candidates(start: int):
 
 def suite_comparisons(suite, n_models: int, scorers=None) -> int:
     """Comparisons a run of ``suite`` on ``n_models`` models tests together (gaps, model gaps and,
-    with several models, gap differences)."""
+    with several models, gap differences; an analysis's own gap measures count as scorers: bold's
+    gender-polarity gaps), the ``n_comparisons`` of the run's ``metrics.json``."""
     # a prompt-file suite's groups each live in one context (bold: a subgroup in its domain)
     contexts = 1 if "prompt_file" in suite.probe else len(_prompts_per_context(suite))
-    n_scorers = len(scorers if scorers is not None else suite.scorers)
+    real = len(scorers if scorers is not None else suite.scorers)
+    n_scorers = real + sum(len(REGISTRY[name].gap_scorers) for name in suite.analyses if name in REGISTRY)
     model_pairs = n_models * (n_models - 1) // 2
     group_gaps = n_models * contexts * n_scorers * GAP_LABELS * len(suite.comparisons)
     model_gaps = contexts * n_scorers * len(suite.groups) * GAP_LABELS * model_pairs
-    gap_differences = contexts * n_scorers * GAP_LABELS * len(suite.comparisons) * model_pairs
+    gap_differences = contexts * real * GAP_LABELS * len(suite.comparisons) * model_pairs  # of the scorers only
     return group_gaps + model_gaps + gap_differences
 
 
@@ -193,7 +196,7 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
     (36, 125)
     >>> p = plan("bold", mde=10, power=0.8, base_rate=0.2, prompts_per_group=50)
     >>> p.samples_per_prompt, int(p.table["prompts"].max())
-    (30, 50)
+    (36, 50)
     """
     within(mde, 0, 100, "mde", flags=flags, example="5 (percentage points)")
     at_least(mde, MIN_MDE, "mde", flags=flags, whole=False,

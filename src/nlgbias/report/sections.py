@@ -67,6 +67,7 @@ def shares(results: Results, _samples: pd.DataFrame, manifest: dict) -> dict | N
         "precision": precision_line(manifest),
         "few_prompts": few_prompts(results),
         "unit": results.meta.get("unit", "sample"),
+        "has_units": "units_a" in gaps,
         "small_cells": int(results.shares.drop_duplicates(["model", "context", "scorer", "group"])["small_n"].sum()),
         "mde": low_power(pd.concat(family, ignore_index=True)) if family else None,
         "mde_flag": MDE_FLAG,
