@@ -213,15 +213,16 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
     if unit not in ("prompt", "sample"):
         raise InputError(f"{'--unit ' if flags else 'unit='}{unit}: must be prompt or sample")
     gap = mde / 100
-    design = dict(icc=icc, prompts_per_group=prompts_per_group, unit=unit)
     if suite is None and run_folder is not None:
-        return _plan_from_run(Path(run_folder), gap=gap, power=power, flags=flags, **design)
+        return _plan_from_run(Path(run_folder), gap=gap, power=power, flags=flags, icc=icc,
+                              prompts_per_group=prompts_per_group, unit=unit)
     suite = suite if isinstance(suite, Suite) else load_suite(suite or "sheng2019")
     if suite.kind != "generation" or "shares" not in suite.analyses:
         raise InputError(f"suite {suite.name}: has no label-share gaps to plan for (kind {suite.kind}, "
                          f"analyses {', '.join(suite.analyses)})")
     if run_folder is not None:
-        return _plan_from_run(Path(run_folder), gap=gap, power=power, flags=flags, suite_name=suite.name, **design)
+        return _plan_from_run(Path(run_folder), gap=gap, power=power, flags=flags, suite_name=suite.name, icc=icc,
+                              prompts_per_group=prompts_per_group, unit=unit)
     target = base_rate + gap if base_rate <= 0.5 else base_rate - gap
     if not 0 <= target <= 1:
         said = f"--mde {mde:g} from --base-rate {base_rate:g}" if flags else f"mde={mde:g} from base_rate={base_rate:g}"
