@@ -68,10 +68,24 @@ def shares(results: Results, _samples: pd.DataFrame, manifest: dict) -> dict | N
         "few_prompts": few_prompts(results),
         "unit": results.meta.get("unit", "sample"),
         "has_units": "units_a" in gaps,
+        "design": design_summary(results.shares),
         "small_cells": int(results.shares.drop_duplicates(["model", "context", "scorer", "group"])["small_n"].sum()),
         "mde": low_power(pd.concat(family, ignore_index=True)) if family else None,
         "mde_flag": MDE_FLAG,
     }
+
+
+def design_summary(shares: pd.DataFrame) -> dict | None:
+    """How much the prompts shrink the samples: the cells' prompts (fewest, most), their design
+    effects (median, largest) and effective n as a share of n; None at sample level or for a run
+    written before the columns."""
+    if "deff" not in shares or not (shares["deff"] > 1).any():
+        return None
+    cells = shares.dropna(subset=["deff", "n_units"])
+    return {"units_low": int(cells["n_units"].min()), "units_high": int(cells["n_units"].max()),
+            "deff_median": float(cells["deff"].median()), "deff_max": float(cells["deff"].max()),
+            "icc_median": float(cells["icc"].median()) if cells["icc"].notna().any() else None,
+            "kept": float(cells["n_eff"].sum() / cells["n"].sum())}
 
 
 def gap_differences(results: Results, _samples: pd.DataFrame, _manifest: dict) -> dict | None:
