@@ -25,6 +25,7 @@ import pandas as pd
 
 from nlgbias.annotation.categories import SCHEMES
 from nlgbias.errors import InputError
+from nlgbias.inputs import not_a_file
 from nlgbias.store.export import atomic_write, write_text
 
 SHEET_COLUMNS = ["id", "annotator", "context", "text", "regard", "sentiment"]
@@ -116,7 +117,7 @@ def read_sheet_rows(path: Path) -> list[tuple[int, dict]]:
     """
     suffix = path.suffix.lower()
     if not path.is_file():
-        raise InputError(f"{path}: file not found")
+        raise InputError(f"{path}: {not_a_file(path)}")
     if suffix == ".jsonl":
         return _jsonl_rows(path)
     if suffix in (".xls", ".ods", ".numbers"):
