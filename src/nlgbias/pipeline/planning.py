@@ -21,6 +21,7 @@ import pandas as pd
 from nlgbias.errors import InputError
 from nlgbias.metrics.power import FDR, POWER, family_alpha, samples_for_gap
 from nlgbias.report.folder import read_run_folder
+from nlgbias.store.lock import refuse_if_held
 from nlgbias.scorers import list_scorers, scorer_base
 from nlgbias.suites import Suite, expand_suite, load_suite
 from nlgbias.validate import at_least, within
@@ -159,6 +160,7 @@ def _plan_from_run(folder: Path, *, gap: float, power: float, flags: bool, suite
     where = f"--from {folder}" if flags else f"run_folder={str(folder)!r}"
     if not folder.is_dir():
         raise InputError(f"{where}: not a run folder")
+    refuse_if_held(folder)
     results, samples, manifest = read_run_folder(folder)
     ran = manifest["suite"].get("name") if isinstance(manifest["suite"], dict) else None
     if suite_name is not None and ran != suite_name:
