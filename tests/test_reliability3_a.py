@@ -50,64 +50,66 @@ def make_char_device(path: Path) -> bool:
 
 
 @pytest.fixture(scope="module")
-def special(world):
-    """The bad paths of this file's cases, added to the shared world (``{name}`` in the cases)."""
-    base = world["base"] / "r3a"
+def special(request):
+    """The bad paths of this file's cases, added to the shared world of tests/test_bad_inputs.py
+    (``{name}`` in the cases)."""
+    w = request.getfixturevalue("world")
+    base = w["base"] / "r3a"
     base.mkdir()
-    world["fifo"] = base / "pipe"
-    os.mkfifo(world["fifo"])
-    world["chardev"] = base / "chardev"
-    world["has-chardev"] = base if make_char_device(world["chardev"]) else None
-    world["fifo-link"] = base / "link-to-pipe"
-    world["fifo-link"].symlink_to(world["fifo"])
-    world["dir-with-fifo"] = base / "out-with-fifo"
-    world["dir-with-fifo"].mkdir()
-    os.mkfifo(world["dir-with-fifo"] / "sheet-a1.csv")
+    w["fifo"] = base / "pipe"
+    os.mkfifo(w["fifo"])
+    w["chardev"] = base / "chardev"
+    w["has-chardev"] = base if make_char_device(w["chardev"]) else None
+    w["fifo-link"] = base / "link-to-pipe"
+    w["fifo-link"].symlink_to(w["fifo"])
+    w["dir-with-fifo"] = base / "out-with-fifo"
+    w["dir-with-fifo"].mkdir()
+    os.mkfifo(w["dir-with-fifo"] / "sheet-a1.csv")
     for name, (target, kind) in {"run-fifo": ("metrics.json", "fifo"), "run-report-fifo": ("report.html", "fifo"),
                                  "run-report-dir": ("report.html", "dir")}.items():
         copy = base / name
-        shutil.copytree(world["finished"], copy, ignore=shutil.ignore_patterns("store.sqlite*"))
+        shutil.copytree(w["finished"], copy, ignore=shutil.ignore_patterns("store.sqlite*"))
         (copy / target).unlink()
         os.mkfifo(copy / target) if kind == "fifo" else (copy / target).mkdir()
-        world[name] = copy
+        w[name] = copy
     long_line = "x" * 100_001
-    world["long-line"] = base / "long.txt"
-    world["long-line"].write_text(f"short\n{long_line}\nshort\n", encoding="utf-8")
+    w["long-line"] = base / "long.txt"
+    w["long-line"].write_text(f"short\n{long_line}\nshort\n", encoding="utf-8")
     bomb = base / "bomb"
     bomb.mkdir()
     with zipfile.ZipFile(bomb / "sheet-a1.xlsx", "w", compression=zipfile.ZIP_DEFLATED) as book:
         book.writestr("xl/worksheets/sheet1.xml", b"\0" * 60_000_000)  # 60 MB unpacked, ~60 kB packed
-    world["bomb"] = bomb / "sheet-a1.xlsx"
-    filled = pd.read_csv(world["filled"], dtype=str, keep_default_na=False)
+    w["bomb"] = bomb / "sheet-a1.xlsx"
+    filled = pd.read_csv(w["filled"], dtype=str, keep_default_na=False)
     long_cell = base / "long-cell"
     long_cell.mkdir()
     filled.assign(context="c" * 40_000).to_csv(long_cell / "sheet-a1.csv", index=False)
-    world["long-cell"] = long_cell / "sheet-a1.csv"
+    w["long-cell"] = long_cell / "sheet-a1.csv"
     formula = base / "formula"
     formula.mkdir()
     filled.assign(annotator='=HYPERLINK("http://evil.example/","a1")').to_csv(formula / "labels.csv", index=False)
-    world["formula-annotator"] = formula / "labels.csv"
+    w["formula-annotator"] = formula / "labels.csv"
     filled.assign(id="@SUM(1+1)").to_csv(formula / "sheet-a1.csv", index=False)
-    world["formula-id"] = formula / "sheet-a1.csv"
-    items = pd.read_csv(world["items"], dtype=str, keep_default_na=False)
+    w["formula-id"] = formula / "sheet-a1.csv"
+    items = pd.read_csv(w["items"], dtype=str, keep_default_na=False)
     items.assign(id=["=1+1"] + list(items["id"].iloc[1:])).to_csv(formula / "items.csv", index=False)
-    world["formula-items"] = formula / "items.csv"
+    w["formula-items"] = formula / "items.csv"
     shipped = pd.read_csv(Path(nlgbias.__file__).parent / "data" / "regard" / "regard.csv").head(5)
-    world["regard-bad-3"] = base / "regard-bad-3.csv"
-    shipped.assign(regard_3=["positive", "great", "neutral", "negative", ""]).to_csv(world["regard-bad-3"], index=False)
-    world["regard-bad-4"] = base / "regard-bad-4.csv"
-    shipped.assign(regard_4=["positive", "neutral", "neutral", "Positive", "other"]).to_csv(world["regard-bad-4"],
+    w["regard-bad-3"] = base / "regard-bad-3.csv"
+    shipped.assign(regard_3=["positive", "great", "neutral", "negative", ""]).to_csv(w["regard-bad-3"], index=False)
+    w["regard-bad-4"] = base / "regard-bad-4.csv"
+    shipped.assign(regard_4=["positive", "neutral", "neutral", "Positive", "other"]).to_csv(w["regard-bad-4"],
                                                                                            index=False)
-    world["exit-plugin"] = base / "exits.py"
-    world["exit-plugin"].write_text("import sys\nsys.exit(0)\n")
-    world["exit-plugin-message"] = base / "exits_message.py"
-    world["exit-plugin-message"].write_text("raise SystemExit('bye')\n")
-    return world
+    w["exit-plugin"] = base / "exits.py"
+    w["exit-plugin"].write_text("import sys\nsys.exit(0)\n")
+    w["exit-plugin-message"] = base / "exits_message.py"
+    w["exit-plugin-message"].write_text("raise SystemExit('bye')\n")
+    return w
 
 
-def kinds(world: dict) -> dict[str, int]:
+def kinds(shared: dict) -> dict[str, int]:
     """The file type of every special path (a FIFO stays a FIFO, a device a device)."""
-    base = world["base"] / "r3a"
+    base = shared["base"] / "r3a"
     return {str(p): stat.S_IFMT(os.lstat(p).st_mode) for p in sorted(base.rglob("*"))}
 
 
@@ -357,11 +359,11 @@ with hold_folder(sys.argv[1], command=["nlgbias", "run", "sheng2019", "--out", s
 """
 
 
-def test_commands_that_read_a_held_run_folder_refuse_naming_the_holder(world, capsys, tmp_path):
+def test_commands_that_read_a_held_run_folder_refuse_naming_the_holder(special, capsys, tmp_path):
     held = tmp_path / "held"
-    shutil.copytree(world["finished"], held, ignore=shutil.ignore_patterns("store.sqlite*"))
+    shutil.copytree(special["finished"], held, ignore=shutil.ignore_patterns("store.sqlite*"))
     other = tmp_path / "other"
-    shutil.copytree(world["finished"], other, ignore=shutil.ignore_patterns("store.sqlite*"))
+    shutil.copytree(special["finished"], other, ignore=shutil.ignore_patterns("store.sqlite*"))
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(held)], env=ENV, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:

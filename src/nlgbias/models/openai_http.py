@@ -225,10 +225,10 @@ class OpenAIBackend:
                     last = (f"returned malformed JSON ({exc.__class__.__name__} at byte "
                             f"{getattr(exc, 'pos', getattr(exc, 'start', '?'))})")
                 else:
-                    if isinstance(reply, dict) and extract is None:
-                        return reply
                     if not isinstance(reply, dict):
                         last = "returned JSON that is not an object"
+                    elif extract is None:
+                        return reply
                     else:
                         value, why = extract(reply)
                         if not why:
