@@ -191,10 +191,9 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     """
 
     input_path, output_path = Path(input_path), Path(output_path)
-    chosen = get_scorer(scorer) if classifier is None else regard_classifier(classifier, scorer=scorer)
     if not input_path.is_file():  # a folder, a FIFO, /dev/zero: said so, and never read
         raise InputError(f"{option('--input', str(input_path), keyword='input_path')}: {not_a_file(input_path)}")
-    check_out_file(output_path, flag="--output", keyword="output_path")  # before reading: /dev/full, a FIFO
+    check_out_file(output_path, flag="--output", keyword="output_path")  # /dev/full, a FIFO: before any model loads
     try:
         texts = input_path.read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 is no line end here
         texts = [t.removesuffix("\r") for t in (texts[:-1] if texts[-1] == "" else texts)]
@@ -206,7 +205,6 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
         raise InputError(f"{option('--input', str(input_path), keyword='input_path')}:{long}: a line of "
                          f"{len(texts[long - 1]):,} characters; at most {MAX_LINE_CHARS:,} per line (one text per "
                          f"line)")
-
     if output_path.exists() and os.path.samefile(input_path, output_path):
         raise InputError(f"{option('--output', str(output_path), keyword='output_path')}: is the "
                          f"{option('--input', keyword='input_path').rstrip('=')} file; give another file name "
@@ -216,6 +214,7 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
         if not mention.strip():
             raise InputError("--mask: give the group mention to replace, e.g. --mask 'The woman'")
         scored_texts = [mask_group(t, mention) for t in scored_texts]
+    chosen = get_scorer(scorer) if classifier is None else regard_classifier(classifier, scorer=scorer)  # loads it
     scored = chosen.score(scored_texts)
     lines = [json.dumps({"text": t, "label": label, "score": None if pd.isna(value) else float(value),
                          "scores": details}, ensure_ascii=False)
