@@ -19,9 +19,9 @@ from nlgbias.annotation.sample import annotation_sample, low_confidence_sample
 from nlgbias.annotation.sheets import export_sheets, read_items, sheet_labels
 from nlgbias.errors import InputError, option
 from nlgbias.inputs import not_a_file, read_parquet_file
-from nlgbias.store.lock import refuse_if_held
 from nlgbias.safe_names import check_file_names
 from nlgbias.store.export import write_csv, write_json
+from nlgbias.store.lock import refuse_if_held
 from nlgbias.validate import check_out_folder
 
 

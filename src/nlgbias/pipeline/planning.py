@@ -21,8 +21,8 @@ import pandas as pd
 from nlgbias.errors import InputError
 from nlgbias.metrics.power import FDR, POWER, family_alpha, samples_for_gap
 from nlgbias.report.folder import read_run_folder
-from nlgbias.store.lock import refuse_if_held
 from nlgbias.scorers import list_scorers, scorer_base
+from nlgbias.store.lock import refuse_if_held
 from nlgbias.suites import Suite, expand_suite, load_suite
 from nlgbias.validate import at_least, within
 

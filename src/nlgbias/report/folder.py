@@ -16,6 +16,7 @@ from nlgbias.errors import InputError
 from nlgbias.inputs import not_a_file, read_json_file, read_parquet_file, special_kind
 from nlgbias.metrics.results import METRICS_FILE, Results
 from nlgbias.report.html import Section, write_report
+from nlgbias.store.export import refuse_special
 
 NEEDED = (METRICS_FILE, "samples.parquet", "manifest.json")
 MANIFEST_KEYS = ("run_id", "suite", "models", "statistics")
@@ -62,6 +63,7 @@ def rerender_report(folder: str | Path, *, sections: Sequence[Section]) -> Path:
     (:func:`nlgbias.analyses.report_sections`); return its path."""
 
     folder = Path(folder)
+    refuse_special(folder / "report.html")  # a FIFO or device there: refused before anything is read
     results, samples, manifest = read_run_folder(folder)
     try:
         write_report(folder / "report.html", results, samples, manifest, sections=sections)

@@ -191,6 +191,8 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     """
 
     input_path, output_path = Path(input_path), Path(output_path)
+    if scorer_base(scorer) not in REGISTRY:
+        get_scorer(scorer)  # an unknown name: one line with a suggestion, first (a known one loads last)
     if not input_path.is_file():  # a folder, a FIFO, /dev/zero: said so, and never read
         raise InputError(f"{option('--input', str(input_path), keyword='input_path')}: {not_a_file(input_path)}")
     check_out_file(output_path, flag="--output", keyword="output_path")  # /dev/full, a FIFO: before any model loads
