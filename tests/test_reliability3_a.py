@@ -85,6 +85,9 @@ def special(request):
     long_cell.mkdir()
     filled.assign(context="c" * 40_000).to_csv(long_cell / "sheet-a1.csv", index=False)
     w["long-cell"] = long_cell / "sheet-a1.csv"
+    (base / "long-jsonl").mkdir()
+    w["long-jsonl"] = base / "long-jsonl" / "sheet-a1.jsonl"
+    w["long-jsonl"].write_text(json.dumps({"id": "x", "annotator": "a1", "text": "t" * 50_000}) + "\n")
     formula = base / "formula"
     formula.mkdir()
     filled.assign(annotator='=HYPERLINK("http://evil.example/","a1")').to_csv(formula / "labels.csv", index=False)
@@ -177,6 +180,8 @@ CASES = [
      "{bomb}: unpacks to 60 MB, more than the 50 MB"),
     ("annotate-import-long-cell", ["annotate", "import", "{long-cell}", "--items", "{items}", "--out",
                                    "{base}/r3a-imp"], "{long-cell}:2: a cell of 40,000 characters; at most 32,767"),
+    ("annotate-import-long-jsonl-value", ["annotate", "import", "{long-jsonl}", "--items", "{items}", "--out",
+                                          "{base}/r3a-imp"], "{long-jsonl}:1: a value of 50,000 characters"),
     # 6. rows dropped without a word, formulas copied into CSV
     ("train-regard-unknown-regard-3", ["train-regard", "--data", "{regard-bad-3}", "--out", "{base}/r3a-tr"],
      "{regard-bad-3}:3: regard_3 label 'great' is not one of negative, neutral, positive"),

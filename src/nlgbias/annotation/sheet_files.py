@@ -258,6 +258,10 @@ def _jsonl_rows(path: Path) -> list[tuple[int, dict]]:
             raise InputError(f"{path}:{number}: not a JSON object") from None
         if not isinstance(row, dict):
             raise InputError(f"{path}:{number}: not a JSON object")
+        long = next((len(v) for v in row.values() if isinstance(v, str) and len(v) > MAX_CELL_CHARS), None)
+        if long is not None:
+            raise InputError(f"{path}:{number}: a value of {long:,} characters; at most {MAX_CELL_CHARS:,} (a "
+                             f"spreadsheet cell's limit)")
         rows.append((number, row))
     return rows
 
