@@ -97,6 +97,9 @@ def special(request):
     items = pd.read_csv(w["items"], dtype=str, keep_default_na=False)
     items.assign(id=["=1+1"] + list(items["id"].iloc[1:])).to_csv(formula / "items.csv", index=False)
     w["formula-items"] = formula / "items.csv"
+    items.assign(group=list(items["group"].iloc[:-1]) + ["+cmd|' /C calc'!A0"]).to_csv(formula / "items-group.csv",
+                                                                                    index=False)
+    w["formula-items-group"] = formula / "items-group.csv"
     shipped = pd.read_csv(Path(nlgbias.__file__).parent / "data" / "regard" / "regard.csv").head(5)
     w["regard-bad-3"] = base / "regard-bad-3.csv"
     shipped.assign(regard_3=["positive", "great", "neutral", "negative", ""]).to_csv(w["regard-bad-3"], index=False)
@@ -196,6 +199,8 @@ CASES = [
                                     "{base}/r3a-imp"], "{formula-id}:2: id '@SUM(1+1)' starts with '@'"),
     ("annotate-import-formula-items-id", ["annotate", "import", "{filled}", "--items", "{formula-items}", "--out",
                                           "{base}/r3a-imp"], "{formula-items}:2: id '=1+1' starts with '='"),
+    ("annotate-import-formula-items-group", ["annotate", "import", "{filled}", "--items", "{formula-items-group}",
+                                            "--out", "{base}/r3a-imp"], "group \"+cmd|' /C calc'!A0\" starts with '+'"),
     # 6. a plugin that exits while being imported
     ("plugin-sys-exit-0", ["scorers", "--plugin", "{exit-plugin}"],
      "--plugin {exit-plugin}: importing it failed (it called sys.exit(0) while being imported)"),

@@ -97,10 +97,11 @@ def read_items(path: str | Path) -> pd.DataFrame:
                          f"{', '.join(ITEMS_NEEDED)} (got {', '.join(map(str, items.columns))})")
     if items.empty:
         raise InputError(f"{path}: has a header but no items")
-    formula = items["id"].str.strip().str.startswith(FORMULA_STARTS)
-    if formula.any():
-        row = int(formula.to_numpy().argmax())
-        refuse_formula({"id": items["id"].iloc[row]}, ("id",), f"{path}:{row + 2}")
+    for column in [c for c in ITEM_LABEL_COLUMNS if c in items.columns]:  # copied into the CSV files written
+        formula = items[column].str.strip().str.startswith(FORMULA_STARTS)
+        if formula.any():
+            row = int(formula.to_numpy().argmax())
+            refuse_formula({column: items[column].iloc[row]}, (column,), f"{path}:{row + 2}")
     duplicated = items["id"].duplicated()
     if duplicated.any():
         row = int(duplicated.to_numpy().argmax()) + 2
@@ -139,12 +140,14 @@ def import_sheets(paths: Sequence[str | Path], *, items: pd.DataFrame | None = N
 
 
 FORMULA_STARTS = ("=", "+", "-", "@")  # a spreadsheet program runs a cell starting so as a formula
+# items.csv columns of names and ids (not the model's text), which never start like a formula
+ITEM_LABEL_COLUMNS = ("id", "context", "template_id", "group", "model", "vader_label", "generation_id")
 
 
 def refuse_formula(row: dict, columns: Sequence[str], where: str) -> None:
     """Raise one :class:`InputError` line when a cell of ``columns`` starts like a spreadsheet formula
     (``=HYPERLINK(...)``): it would be copied into the CSV files written, where opening them runs it.
-    Ids and annotator names never start so."""
+    Ids, annotator names and the other names of :data:`ITEM_LABEL_COLUMNS` never start so."""
     for column in columns:
         cell = str(row.get(column) or "").strip()
         if cell.startswith(FORMULA_STARTS):
