@@ -10,6 +10,10 @@ The operating system releases the lock when the holder exits, however it exits (
 included), so a lock file left behind by a dead process is simply taken over by the next run.
 A holder that exits normally removes the file.
 
+Commands that only read a run folder (``report RUN ... --out``, ``annotate sample``, ``plan
+--from``) call :func:`refuse_if_held`, which probes the lock without creating or changing
+anything, and refuse a folder a run holds with the same line.
+
 Where the platform has no ``flock`` (Windows) or the file system refuses it (some network
 file systems), the run goes on without the lock.
 """
