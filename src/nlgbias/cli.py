@@ -19,6 +19,7 @@ from nlgbias.analyses import report_sections
 from nlgbias.annotation import import_labels, sample_run
 from nlgbias.annotation.classifier_check import confusion_text
 from nlgbias.errors import InputError, NlgbiasError, command_line_wording
+from nlgbias.inputs import not_a_file
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, list_models
 from nlgbias.pipeline.ablation import decoding_grid, parse_grid
 from nlgbias.pipeline.audit import RunConfig, run_config
@@ -335,7 +336,7 @@ def ray_options(use_ray: bool, address: str | None, **pool):
 @cli.command()
 @click.option("--scorer", "scorer_name", required=True, help="vader, textblob, regard ...")
 @click.option("--input", "input_path", required=True, type=IN_PATH,
-              help="UTF-8 text file, one text per line.")
+              help="UTF-8 text file, one text per line (at most 100,000 characters a line).")
 @click.option("--output", "output_path", required=True, type=OUT_PATH,
               help="JSONL file to write (not the --input file).")
 @click.option("--mask", "masks", multiple=True, metavar="TEXT",
@@ -772,7 +773,7 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, holdout, so
         bounded(epochs, 1, "epochs")
     for flag, path in [("--data", data_path), ("--soft", soft_path), *(("--extra-data", p) for p in extra_paths)]:
         if path is not None and not path.is_file():
-            raise InputError(f"{flag} {path}: file not found")
+            raise InputError(f"{flag} {path}: {not_a_file(path)}")
     if soft_path is not None and classes != "3":
         raise InputError("--soft: teacher labels are 3-class; use --classes 3")
     check_out_folder(out)  # before training (minutes), not after

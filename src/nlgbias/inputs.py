@@ -3,9 +3,44 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 from nlgbias.errors import InputError
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+
+
+def special_kind(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when it exists but is not a regular file (a symbolic link followed), else None.
+
+    >>> special_kind("/")
+    'a folder'
+    >>> special_kind("/no/such/file") is None
+    True
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def not_a_file(path: str | os.PathLike) -> str:
+    """Why ``path`` cannot be read as a file: ``file not found``, or ``is a FIFO (named pipe), not a
+    regular file`` (a folder, a device, a socket), for a path that :meth:`Path.is_file` refused.
+
+    >>> not_a_file("/no/such/file")
+    'file not found'
+    """
+    kind = special_kind(path)
+    if kind is None:
+        return "file not found"
+    return "is a folder; give a file" if kind == "a folder" else f"is {kind}, not a regular file; give a file"
 
 
 def read_user_text(path: Path) -> str:
@@ -14,10 +49,10 @@ def read_user_text(path: Path) -> str:
     Raises
     ------
     InputError
-        ``<path>: file not found`` or ``<path>: not UTF-8 text``.
+        ``<path>: file not found`` (or not a regular file: :func:`not_a_file`) or ``<path>: not UTF-8 text``.
     """
     if not path.is_file():
-        raise InputError(f"{path}: file not found")
+        raise InputError(f"{path}: {not_a_file(path)}")
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:

@@ -176,7 +176,8 @@ def load_plugin(spec: str, *, where: str = "--plugin") -> Any:
     Raises
     ------
     InputError
-        No such module or file, or the module raised while importing (one line, no traceback).
+        No such module or file, or the module raised (or called ``sys.exit``) while importing (one
+        line, no traceback).
     """
     path = Path(spec)
     try:
@@ -209,6 +210,9 @@ def load_plugin(spec: str, *, where: str = "--plugin") -> Any:
         raise InputError(PLUGIN_FAILED.format(where=where, spec=spec, error=f"{type(exc).__name__}: {exc}")) from None
     except Exception as exc:
         raise InputError(PLUGIN_FAILED.format(where=where, spec=spec, error=f"{type(exc).__name__}: {exc}")) from None
+    except SystemExit as exc:  # sys.exit() at import: a run that exits 0 having done nothing would look fine
+        raise InputError(PLUGIN_FAILED.format(where=where, spec=spec,
+                                              error=f"it called sys.exit({exc.code!r}) while being imported")) from None
 
 
 __all__ = ["GROUPS", "Registry", "did_you_mean", "load_plugin", "resolve"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from nlgbias.errors import InputError, command_line, option
+from nlgbias.inputs import special_kind
 from nlgbias.urls import redact, refuse_credentials
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:[0-9]+)?)$")
@@ -181,9 +182,10 @@ def check_batch_size(value, *, flags: bool | None = None) -> None:
                          f"{AUTO} sizes it from free GPU memory")
 
 
-def check_out_folder(out, *, flag: str = "--out", keyword: str | None = None) -> Path:
+def check_out_folder(out, *, flag: str = "--out", keyword: str | None = None, entries: bool = True) -> Path:
     """An output folder as ``Path``, checked without creating anything: given (not ``""``), no NUL
     character, not a file, and writable (or creatable: its nearest existing parent is a writable folder).
+    With ``entries``, a folder that holds a device, FIFO or socket is refused (:func:`refuse_special_entries`).
 
     >>> check_out_folder("")
     Traceback (most recent call last):
@@ -202,6 +204,8 @@ def check_out_folder(out, *, flag: str = "--out", keyword: str | None = None) ->
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise InputError(f"{option(flag, str(path), keyword=keyword)}: is a file; give a folder")
+    if entries and path.is_dir():
+        refuse_special_entries(path, flag=flag, keyword=keyword)
     probe_in = path
     while not probe_in.exists() and probe_in != probe_in.parent:
         probe_in = probe_in.parent
@@ -217,6 +221,20 @@ def check_out_folder(out, *, flag: str = "--out", keyword: str | None = None) ->
     return path
 
 
+def refuse_special_entries(folder: Path, *, flag: str = "--out", keyword: str | None = None) -> None:
+    """Raise :class:`InputError` when ``folder`` holds a device, FIFO or socket (its own entries, not
+    its subfolders'): an output written there by rename would replace it, and reading one hangs."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return  # an unreadable folder: the write test says what is wrong
+    for entry in sorted(entries, key=lambda e: e.name):
+        kind = special_kind(entry.path)
+        if kind is not None and kind != "a folder":
+            raise InputError(f"{option(flag, str(folder), keyword=keyword)}: {entry.path} is {kind}, not a regular "
+                             f"file; nlgbias writes its files in this folder: remove it or give another folder")
+
+
 def check_out_file(out, *, flag: str = "--out", keyword: str | None = None, what: str = "file name") -> Path:
     """An output file as ``Path``, checked without creating anything: given, no NUL, not a folder,
     and its folder writable or creatable (:func:`check_out_folder`)."""
@@ -229,8 +247,11 @@ def check_out_file(out, *, flag: str = "--out", keyword: str | None = None, what
     path = Path(text)
     if path.is_dir():
         raise InputError(f"{option(flag, str(path), keyword=keyword)}: is a folder; give a {what}")
+    kind = special_kind(path)
+    if kind is not None:  # /dev/full, a FIFO: the atomic write would replace it with a regular file
+        raise InputError(f"{option(flag, str(path), keyword=keyword)}: is {kind}, not a regular file; give a {what}")
     try:
-        check_out_folder(path.parent, flag=flag, keyword=keyword)
+        check_out_folder(path.parent, flag=flag, keyword=keyword, entries=False)
     except InputError:
         raise InputError(f"{option(flag, str(path), keyword=keyword)}: cannot write here (its folder "
                          f"{path.parent} cannot be created or written)") from None
@@ -266,4 +287,4 @@ def check_run_options(*, samples, batch_size, n_boot, confidence, min_n, device,
 
 
 __all__ = ["LIMITS", "at_least", "at_most", "bounded", "check_batch_size", "check_device", "check_out_file",
-           "check_out_folder", "check_url", "check_run_options", "server_urls", "within"]
+           "check_out_folder", "check_url", "refuse_special_entries", "check_run_options", "server_urls", "within"]

@@ -25,6 +25,7 @@ import pandas as pd
 
 from nlgbias.annotation.categories import SCHEMES
 from nlgbias.errors import InputError
+from nlgbias.inputs import not_a_file
 from nlgbias.store.export import atomic_write, write_text
 
 SHEET_COLUMNS = ["id", "annotator", "context", "text", "regard", "sentiment"]
@@ -32,6 +33,8 @@ REQUIRED = ("id", "annotator", "regard", "sentiment")
 DELIMITERS = {",": "commas", ";": "semicolons", "\t": "tabs"}
 SAVE_AS = "save it as 'CSV UTF-8' (Excel) or as .xlsx"
 XLSX_NEEDS = "pip install 'nlgbias[xlsx]'"
+MAX_XLSX_INFLATED = 50_000_000  # bytes an .xlsx sheet may unpack to (its members' sizes, summed)
+MAX_CELL_CHARS = 32_767  # characters in one cell of a sheet (Excel's own limit)
 
 
 def label_notes() -> list[str]:
@@ -116,7 +119,7 @@ def read_sheet_rows(path: Path) -> list[tuple[int, dict]]:
     """
     suffix = path.suffix.lower()
     if not path.is_file():
-        raise InputError(f"{path}: file not found")
+        raise InputError(f"{path}: {not_a_file(path)}")
     if suffix == ".jsonl":
         return _jsonl_rows(path)
     if suffix in (".xls", ".ods", ".numbers"):
@@ -165,6 +168,7 @@ def _xlsx_cells(path: Path) -> list[tuple[int, list[str]]]:
         import openpyxl
     except ImportError:
         raise InputError(f"{path}: reading .xlsx needs openpyxl: {XLSX_NEEDS}; or save the sheet as 'CSV UTF-8'") from None
+    _check_inflated_size(path)
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except (zipfile.BadZipFile, OSError, KeyError, ValueError) as exc:
@@ -175,6 +179,20 @@ def _xlsx_cells(path: Path) -> list[tuple[int, list[str]]]:
              for number, row in enumerate(ws.iter_rows(values_only=True), start=1)]
     book.close()
     return cells
+
+
+def _check_inflated_size(path: Path) -> None:
+    """Refuse an .xlsx whose members inflate to more than :data:`MAX_XLSX_INFLATED` bytes (a zip bomb:
+    openpyxl would spend minutes and gigabytes on it); the zip's own listing is read, nothing inflated."""
+    try:
+        with zipfile.ZipFile(path) as book:
+            inflated = sum(member.file_size for member in book.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        reason = " ".join(str(exc).split())[:80]
+        raise InputError(f"{path}: not an .xlsx workbook ({reason}); {SAVE_AS}") from None
+    if inflated > MAX_XLSX_INFLATED:
+        raise InputError(f"{path}: unpacks to {inflated / 1e6:,.0f} MB, more than the {MAX_XLSX_INFLATED / 1e6:,.0f} MB "
+                         f"an annotation sheet can need; {SAVE_AS}")
 
 
 def _cell_text(value) -> str:
@@ -215,6 +233,10 @@ def _records(path: Path, cells: list[tuple[int, list[str]]], separators: str) ->
     for line, values in cells:
         if line <= number or not any(v.strip() for v in values):
             continue
+        long = next((len(v) for v in values if len(v) > MAX_CELL_CHARS), None)
+        if long is not None:
+            raise InputError(f"{path}:{line}: a cell of {long:,} characters; at most {MAX_CELL_CHARS:,} (a "
+                             f"spreadsheet cell's limit)")
         records.append((line, dict(zip(names, values))))
     return records
 
@@ -236,6 +258,10 @@ def _jsonl_rows(path: Path) -> list[tuple[int, dict]]:
             raise InputError(f"{path}:{number}: not a JSON object") from None
         if not isinstance(row, dict):
             raise InputError(f"{path}:{number}: not a JSON object")
+        long = next((len(v) for v in row.values() if isinstance(v, str) and len(v) > MAX_CELL_CHARS), None)
+        if long is not None:
+            raise InputError(f"{path}:{number}: a value of {long:,} characters; at most {MAX_CELL_CHARS:,} (a "
+                             f"spreadsheet cell's limit)")
         rows.append((number, row))
     return rows
 

@@ -97,6 +97,11 @@ def read_items(path: str | Path) -> pd.DataFrame:
                          f"{', '.join(ITEMS_NEEDED)} (got {', '.join(map(str, items.columns))})")
     if items.empty:
         raise InputError(f"{path}: has a header but no items")
+    for column in [c for c in ITEM_LABEL_COLUMNS if c in items.columns]:  # copied into the CSV files written
+        formula = items[column].str.strip().str.startswith(FORMULA_STARTS)
+        if formula.any():
+            row = int(formula.to_numpy().argmax())
+            refuse_formula({column: items[column].iloc[row]}, (column,), f"{path}:{row + 2}")
     duplicated = items["id"].duplicated()
     if duplicated.any():
         row = int(duplicated.to_numpy().argmax()) + 2
@@ -134,6 +139,23 @@ def import_sheets(paths: Sequence[str | Path], *, items: pd.DataFrame | None = N
     return sheet_labels(paths, items=items, require=require, allow_blank=allow_blank)[0]
 
 
+FORMULA_STARTS = ("=", "+", "-", "@")  # a spreadsheet program runs a cell starting so as a formula
+# items.csv columns of names and ids (not the model's text), which never start like a formula
+ITEM_LABEL_COLUMNS = ("id", "context", "template_id", "group", "model", "vader_label", "generation_id")
+
+
+def refuse_formula(row: dict, columns: Sequence[str], where: str) -> None:
+    """Raise one :class:`InputError` line when a cell of ``columns`` starts like a spreadsheet formula
+    (``=HYPERLINK(...)``): it would be copied into the CSV files written, where opening them runs it.
+    Ids, annotator names and the other names of :data:`ITEM_LABEL_COLUMNS` never start so."""
+    for column in columns:
+        cell = str(row.get(column) or "").strip()
+        if cell.startswith(FORMULA_STARTS):
+            shown = cell if len(cell) <= 40 else cell[:40] + "..."
+            raise InputError(f"{where}: {column} {shown!r} starts with {cell[0]!r} like a spreadsheet formula; "
+                             f"give the {column} as `nlgbias annotate sample` wrote it")
+
+
 def sheet_labels(paths: Sequence[str | Path], *, items: pd.DataFrame | None = None,
                  require: Sequence[str] = ("regard", "sentiment"),
                  allow_blank: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -151,6 +173,7 @@ def sheet_labels(paths: Sequence[str | Path], *, items: pd.DataFrame | None = No
         blank = 0
         for number, row in rows:
             where = f"{path}:{number}"
+            refuse_formula(row, ("id", "annotator"), where)
             ident = str(row.get("id") or "").strip()
             if not ident:
                 raise InputError(f"{where}: id is empty")

@@ -18,9 +18,10 @@ from nlgbias.annotation.classifier_check import classifier_check
 from nlgbias.annotation.sample import annotation_sample, low_confidence_sample
 from nlgbias.annotation.sheets import export_sheets, read_items, sheet_labels
 from nlgbias.errors import InputError, option
-from nlgbias.inputs import read_parquet_file
+from nlgbias.inputs import not_a_file, read_parquet_file
 from nlgbias.safe_names import check_file_names
 from nlgbias.store.export import write_csv, write_json
+from nlgbias.store.lock import refuse_if_held
 from nlgbias.validate import check_out_folder
 
 
@@ -34,6 +35,8 @@ def sample_run(run_folder: str | Path, out: str | Path, *, k_positive: int = 3, 
     """
 
     source = Path(run_folder) / "samples.parquet"
+    if Path(run_folder).is_dir():
+        refuse_if_held(run_folder)  # a run still writing it: its samples may be the last run's or half written
     if not source.is_file():
         raise InputError(f"{source}: missing; give the --out folder of a finished `nlgbias run`")
     check_file_names(annotators, option("--annotators").rstrip("="), pattern=f"sheet-{{}}.{fmt}")
@@ -110,7 +113,7 @@ def import_labels(sheets: Sequence[str | Path], *, items_path: str | Path, out: 
     if ties not in ("drop", "mark"):
         raise InputError(f"{option('--ties', ties)}: use drop or mark")
     if not items_path.is_file():
-        raise InputError(f"{option('--items', str(items_path), keyword='items_path')}: file not found")
+        raise InputError(f"{option('--items', str(items_path), keyword='items_path')}: {not_a_file(items_path)}")
     items = read_items(items_path)
 
     out = check_out_folder(out)

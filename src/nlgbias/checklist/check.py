@@ -20,6 +20,7 @@ from nlgbias.checklist.lexicons import lexicon_sizes
 from nlgbias.checklist.results import failures, judge, pass_rates, summary_markdown, targets
 from nlgbias.errors import InputError, ScorerError, option
 from nlgbias.scorers import REGISTRY, get_scorer, regard_classifier
+from nlgbias.validate import refuse_special_entries
 
 REGARD_LABELS = {"negative", "neutral", "positive", "other"}
 UNKNOWN_SCORER = "scorer {name}: unknown; {hint}available: {names}, or a classifier folder written by `nlgbias train-regard`"
@@ -143,6 +144,8 @@ def check_scorer(scorer: str, *, half: Half = "all", out: str | Path | None = No
     out_dir = Path(out) if out is not None else None
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{option('--out', str(out_dir))}: is a file; give a folder")
+    if out_dir is not None and out_dir.is_dir():
+        refuse_special_entries(out_dir)  # a FIFO or device there: refused before the scorer runs
     chosen = resolve_scorer(scorer)
     cases = build_cases(half=half)
     if max_per_type is not None:

@@ -8,7 +8,9 @@ Failures that may pass (HTTP 429, 5xx, timeouts, refused or reset connections) a
 exponential backoff, waiting what ``Retry-After`` asks when the server sends it; after
 ``max_retries`` retries the backend gives up with one clear error that names the endpoint.  A
 malformed or non-object JSON body counts as such a failure (a proxy or an overloaded server can
-cut a body short); other HTTP errors (401, 404, ...) fail at once.  With several servers the
+cut a body short), and so does a reply without text (``choices`` missing or empty,
+``choices[0].text`` null), which an overloaded server can send with HTTP 200; the manifest counts
+those per server (``empty_replies``).  Other HTTP errors (401, 404, ...) fail at once.  With several servers the
 backend gives up only when every server is down.
 
 :meth:`OpenAIBackend.answer_groups` hands answers back as they arrive, so a run can store
@@ -92,6 +94,7 @@ class OpenAIBackend:
         self.max_backoff = max_backoff
         self.send_top_k = send_top_k
         self.stats = {"requests": 0, "retries": 0}
+        self._empty = {server.url: 0 for server in self.pool.servers}  # replies without text, per server
         self._lock = threading.Lock()
         self._info = {"backend": "openai-http", "base_url": self.base_url, "model": model,
                       "api_key_env": api_key_env, "concurrency": concurrency, "timeout_s": timeout,
@@ -99,8 +102,12 @@ class OpenAIBackend:
 
     @property
     def info(self) -> dict:
-        """What the manifest records: settings, and per server the requests it answered (never the key)."""
-        return {**self._info, "servers": self.pool.counts()}
+        """What the manifest records: settings, and per server the requests it answered and the
+        replies without text it sent (each retried like an HTTP 500; never the key)."""
+        with self._lock:
+            empty = dict(self._empty)
+        return {**self._info, "servers": [{**counts, "empty_replies": empty.get(counts["url"], 0)}
+                                          for counts in self.pool.counts()]}
 
     # -- public interface --------------------------------------------------------------------
 
@@ -140,14 +147,7 @@ class OpenAIBackend:
         }
         if self.send_top_k and params.top_k > 0:
             body["top_k"] = params.top_k
-        reply = self._post("/completions", body, server)
-        try:
-            text = reply["choices"][0]["text"]
-        except (KeyError, IndexError, TypeError):
-            raise BackendError(f"endpoint {server.url}/completions: reply has no choices[0].text") from None
-        if not isinstance(text, str):
-            raise BackendError(f"endpoint {server.url}/completions: choices[0].text is not text")
-        return text
+        return self._post("/completions", body, server, extract=completion_text)
 
     def _prompt_logprob(self, context: str, target: str, server: Server) -> float:
         if not target:
@@ -173,9 +173,13 @@ class OpenAIBackend:
             raise BackendError(f"target {target!r}: the server's tokens do not cover it")
         return total
 
-    def _post(self, path: str, body: dict, server: Server) -> dict:
-        """POST JSON to ``server`` with retries; returns the decoded reply or raises BackendError.
+    def _post(self, path: str, body: dict, server: Server,
+              extract: Callable[[dict], tuple[Any, str]] | None = None) -> Any:
+        """POST JSON to ``server`` with retries; returns the decoded reply (or ``extract(reply)``'s
+        value) or raises BackendError.
 
+        ``extract(reply)`` gives ``(value, "")``, or ``(None, why)`` for a reply without what was
+        asked for: such a reply is retried like an HTTP 500 and counted in ``empty_replies``.
         Stops retrying (:class:`TakenOut`) once the server is taken out of rotation meanwhile.
         """
         url = server.url + path
@@ -221,9 +225,17 @@ class OpenAIBackend:
                     last = (f"returned malformed JSON ({exc.__class__.__name__} at byte "
                             f"{getattr(exc, 'pos', getattr(exc, 'start', '?'))})")
                 else:
-                    if isinstance(reply, dict):
+                    if not isinstance(reply, dict):
+                        last = "returned JSON that is not an object"
+                    elif extract is None:
                         return reply
-                    last = "returned JSON that is not an object"
+                    else:
+                        value, why = extract(reply)
+                        if not why:
+                            return value
+                        last = why
+                        with self._lock:
+                            self._empty[server.url] = self._empty.get(server.url, 0) + 1
             if attempt == self.max_retries:
                 break
             if delay is None:
@@ -251,6 +263,25 @@ class OpenAIBackend:
             for index, value in answers:
                 results[index] = value
         return results
+
+
+def completion_text(reply: dict) -> tuple[str | None, str]:
+    """``(choices[0].text, "")`` of a completion reply, or ``(None, why)`` when it holds no text.
+
+    >>> completion_text({"choices": [{"text": " was kind"}]})
+    (' was kind', '')
+    >>> completion_text({"choices": []})
+    (None, 'returned no text (choices is empty)')
+    """
+    choices = reply.get("choices")
+    if "choices" not in reply:
+        return None, "returned no text (no choices)"
+    if not isinstance(choices, list) or not choices:
+        return None, f"returned no text (choices is {'empty' if choices == [] else 'null' if choices is None else 'not a list'})"
+    text = choices[0].get("text") if isinstance(choices[0], dict) else None
+    if not isinstance(text, str):
+        return None, f"returned no text (choices[0].text is {'null' if text is None else type(text).__name__})"
+    return text, ""
 
 
 def http_client_errors():

@@ -50,7 +50,7 @@ from nlgbias.report.findings import precision_line
 from nlgbias.resources import package_version
 from nlgbias.sampling import SamplingParams
 from nlgbias.store import RunStore, write_json, write_jsonl, write_parquet
-from nlgbias.store.export import details_as_objects
+from nlgbias.store.export import details_as_objects, refuse_special
 from nlgbias.store.lock import hold_folder
 from nlgbias.suites import Suite, load_suite
 from nlgbias.suites.sample import with_sample
@@ -417,7 +417,10 @@ def prepare_out(out: str | Path, *, force: bool = False) -> Path:
     (A store being created is never seen at 0 bytes: :class:`RunStore` creates it under another
     name and moves it into place whole, and only the run holding the folder's lock opens it.)
     """
-    out = check_out_folder(out)
+    out = check_out_folder(out)  # a FIFO or device inside: refused
+    if out.is_dir():  # an output's name taken by a folder: refused before the manifest is removed
+        for path in [out / name for name in (*FIRST_OUTPUTS, *LAST_OUTPUTS, "store.sqlite")] + sorted(out.glob("*.csv")):
+            refuse_special(path)
     store = out / "store.sqlite"
     if store.is_file() and store.stat().st_size == 0:
         if not force:

@@ -39,6 +39,7 @@ from nlgbias.metrics.results import Results, named_results, rename_models
 from nlgbias.models.names import model_names
 from nlgbias.pipeline.generation import scored_long
 from nlgbias.report.folder import read_run_folder
+from nlgbias.store.lock import refuse_if_held
 from nlgbias.report.html import write_runs_report
 from nlgbias.store import write_csv, write_json
 from nlgbias.store.manifest import DECODING, SETTINGS
@@ -136,6 +137,7 @@ def _load(runs: Sequence[str | Path]) -> list[tuple[Path, Results, pd.DataFrame,
         if real in seen:
             raise InputError(f"{folder}: given twice (as {seen[real]} too); give each run once")
         seen[real] = folder
+        refuse_if_held(folder)  # a run still writing it: its files may be half this run's, half the last's
         results, samples, manifest = read_run_folder(folder)
         if manifest["run_id"] in ids:
             raise InputError(f"{folder}: the same run as {ids[manifest['run_id']]} (run id {manifest['run_id']}); "

@@ -30,6 +30,7 @@ from nlgbias.errors import InputError
 from nlgbias.metrics.power import FDR, ICC, POWER, family_alpha, samples_for_gap, two_level_samples
 from nlgbias.report.folder import read_run_folder
 from nlgbias.scorers import list_scorers, scorer_base
+from nlgbias.store.lock import refuse_if_held
 from nlgbias.suites import Suite, expand_suite, load_suite
 from nlgbias.validate import at_least, within
 
@@ -270,6 +271,7 @@ def _plan_from_run(folder: Path, *, gap: float, power: float, flags: bool, suite
     where = f"--from {folder}" if flags else f"run_folder={str(folder)!r}"
     if not folder.is_dir():
         raise InputError(f"{where}: not a run folder")
+    refuse_if_held(folder)
     results, samples, manifest = read_run_folder(folder)
     ran = manifest["suite"].get("name") if isinstance(manifest["suite"], dict) else None
     if suite_name is not None and ran != suite_name:

@@ -13,9 +13,10 @@ import jinja2
 import pandas as pd
 
 from nlgbias.errors import InputError
-from nlgbias.inputs import read_json_file, read_parquet_file
+from nlgbias.inputs import not_a_file, read_json_file, read_parquet_file, special_kind
 from nlgbias.metrics.results import METRICS_FILE, Results
 from nlgbias.report.html import Section, write_report
+from nlgbias.store.export import refuse_special
 
 NEEDED = (METRICS_FILE, "samples.parquet", "manifest.json")
 MANIFEST_KEYS = ("run_id", "suite", "models", "statistics")
@@ -39,6 +40,8 @@ def read_run_folder(folder: str | Path) -> tuple[Results, pd.DataFrame, dict]:
     folder = Path(folder)
     for name in NEEDED:
         if not (folder / name).is_file():
+            if special_kind(folder / name) is not None:  # a FIFO would hang the read
+                raise InputError(f"{folder / name}: {not_a_file(folder / name)}")
             raise InputError(f"{folder / name}: missing; run `nlgbias run ... --out {folder}` first")
     metrics_path = folder / METRICS_FILE
     _json_object(metrics_path)  # a clean one-line error for text that is not JSON
@@ -60,6 +63,7 @@ def rerender_report(folder: str | Path, *, sections: Sequence[Section]) -> Path:
     (:func:`nlgbias.analyses.report_sections`); return its path."""
 
     folder = Path(folder)
+    refuse_special(folder / "report.html")  # a FIFO or device there: refused before anything is read
     results, samples, manifest = read_run_folder(folder)
     try:
         write_report(folder / "report.html", results, samples, manifest, sections=sections)

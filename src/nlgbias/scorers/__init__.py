@@ -15,6 +15,7 @@ from typing import Sequence
 import pandas as pd
 
 from nlgbias.errors import InputError, ScorerError, ScorerUnavailable, option
+from nlgbias.inputs import not_a_file
 from nlgbias.registry import Registry
 from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, Scorer, three_class
 from nlgbias.store import write_text
@@ -173,6 +174,9 @@ def regard_classifier(folder: str | Path, *, scorer: str = "regard", flag: str |
     return loaded
 
 
+MAX_LINE_CHARS = 100_000  # score --input: longer lines are refused (a text per line, not a document)
+
+
 def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
                masks: Sequence[str] = (), classifier: str | Path | None = None) -> dict[str, int]:
     """Score one text per line of ``input_path``; write ``{"text", "label", "score", "scores"}`` per line to
@@ -181,23 +185,28 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     Each of ``masks`` (a group mention such as ``"The woman"``) is replaced by XYZ before scoring,
     as the regard classifier expects.  ``classifier``: a regard classifier folder of your own
     (``nlgbias train-regard --out``) instead of the shipped one.  Returns the counts ``texts``,
-    ``truncated`` (longer than the scorer's limit, cut) and ``empty`` (label null).
+    ``truncated`` (longer than the scorer's limit, cut) and ``empty`` (label null).  A line over
+    :data:`MAX_LINE_CHARS` characters, an input that is not a regular file and an output that exists
+    but is not a regular file (``/dev/full``, a FIFO) are refused with one :class:`InputError` line.
     """
 
     input_path, output_path = Path(input_path), Path(output_path)
-    chosen = get_scorer(scorer) if classifier is None else regard_classifier(classifier, scorer=scorer)
-    if input_path.is_dir():
-        raise InputError(f"{option('--input', str(input_path), keyword='input_path')}: is a folder; give a file")
-    if not input_path.is_file():
-        raise InputError(f"{option('--input', str(input_path), keyword='input_path')}: file not found")
+    if scorer_base(scorer) not in REGISTRY:
+        get_scorer(scorer)  # an unknown name: one line with a suggestion, first (a known one loads last)
+    if not input_path.is_file():  # a folder, a FIFO, /dev/zero: said so, and never read
+        raise InputError(f"{option('--input', str(input_path), keyword='input_path')}: {not_a_file(input_path)}")
+    check_out_file(output_path, flag="--output", keyword="output_path")  # /dev/full, a FIFO: before any model loads
     try:
         texts = input_path.read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 is no line end here
         texts = [t.removesuffix("\r") for t in (texts[:-1] if texts[-1] == "" else texts)]
     except UnicodeDecodeError as exc:
         line = input_path.read_bytes()[: exc.start].count(b"\n") + 1
         raise InputError(f"--input {input_path}:{line}: not UTF-8 text") from None
-
-    check_out_file(output_path, flag="--output", keyword="output_path")
+    long = next((n for n, t in enumerate(texts, 1) if len(t) > MAX_LINE_CHARS), None)
+    if long is not None:  # one 50 MB line kept VADER and regard busy for minutes
+        raise InputError(f"{option('--input', str(input_path), keyword='input_path')}:{long}: a line of "
+                         f"{len(texts[long - 1]):,} characters; at most {MAX_LINE_CHARS:,} per line (one text per "
+                         f"line)")
     if output_path.exists() and os.path.samefile(input_path, output_path):
         raise InputError(f"{option('--output', str(output_path), keyword='output_path')}: is the "
                          f"{option('--input', keyword='input_path').rstrip('=')} file; give another file name "
@@ -207,6 +216,7 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
         if not mention.strip():
             raise InputError("--mask: give the group mention to replace, e.g. --mask 'The woman'")
         scored_texts = [mask_group(t, mention) for t in scored_texts]
+    chosen = get_scorer(scorer) if classifier is None else regard_classifier(classifier, scorer=scorer)  # loads it
     scored = chosen.score(scored_texts)
     lines = [json.dumps({"text": t, "label": label, "score": None if pd.isna(value) else float(value),
                          "scores": details}, ensure_ascii=False)

@@ -18,6 +18,16 @@ from typing import Any, Callable
 import pandas as pd
 
 from nlgbias.errors import StoreError
+from nlgbias.inputs import special_kind
+
+
+def refuse_special(path: str | Path) -> None:
+    """Raise :class:`StoreError` when ``path`` exists and is not a regular file (a device such as
+    ``/dev/full``, a FIFO, a socket, a folder): a rename would replace it with a regular file."""
+    kind = special_kind(path)
+    if kind is not None:
+        raise StoreError(f"{path}: is {kind}, not a regular file, so nlgbias does not write over it; nothing "
+                         f"was written: remove it or write elsewhere")
 
 
 def atomic_write(path: str | Path, write: Callable[[str], object]) -> Path:
@@ -25,9 +35,12 @@ def atomic_write(path: str | Path, write: Callable[[str], object]) -> Path:
 
     Either the whole new file is at ``path`` afterwards, or (``write`` raised, the process was
     killed) the old one is untouched; the temporary file never stays behind.  The file gets the
-    permissions of a newly created file (``0o666`` minus the umask).  Returns ``path``.
+    permissions of a newly created file (``0o666`` minus the umask).  Returns ``path``.  A ``path``
+    that exists and is not a regular file (a device, a FIFO, a socket, a folder) is refused
+    (:func:`refuse_special`) before anything is written.
     """
     path = Path(path)
+    refuse_special(path)
     tmp = None
     try:
         handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -123,5 +136,5 @@ def _clean(value: Any) -> Any:
     return value
 
 
-__all__ = ["atomic_write", "details_as_objects", "write_bytes", "write_csv", "write_json", "write_jsonl",
+__all__ = ["atomic_write", "refuse_special", "details_as_objects", "write_bytes", "write_csv", "write_json", "write_jsonl",
            "write_parquet", "write_text"]

@@ -10,6 +10,10 @@ The operating system releases the lock when the holder exits, however it exits (
 included), so a lock file left behind by a dead process is simply taken over by the next run.
 A holder that exits normally removes the file.
 
+Commands that only read a run folder (``report RUN ... --out``, ``annotate sample``, ``plan
+--from``) call :func:`refuse_if_held`, which probes the lock without creating or changing
+anything, and refuse a folder a run holds with the same line.
+
 Where the platform has no ``flock`` (Windows) or the file system refuses it (some network
 file systems), the run goes on without the lock.
 """
@@ -87,6 +91,33 @@ def hold_folder(folder: str | Path, *, command: Sequence[str] | None = None, adv
         os.close(handle)
 
 
+def refuse_if_held(folder: str | Path, *, advice: str = "wait for it to finish, then rerun this command") -> None:
+    """Raise :class:`StoreError` (naming the holder's pid and command) when a run holds ``folder``.
+
+    For commands that only read a run folder: the lock file is opened read-only and probed with a
+    shared lock, released at once, so nothing in the folder is created or changed.  A folder
+    without a lock file, or whose file system takes no locks, is free.
+    """
+    if fcntl is None:
+        return
+    path = Path(folder) / LOCK_NAME
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                pid, command = holder(path)
+                raise StoreError(f"{folder} is in use by run pid {pid} ({command}); {advice}") from None
+            return
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        os.close(handle)
+
+
 def _acquire(path: Path, folder: str | Path, advice: str | None = None) -> int | None:
     """An open, locked file descriptor of ``path``; None where locks are not supported."""
     assert fcntl is not None
@@ -114,4 +145,4 @@ def _acquire(path: Path, folder: str | Path, advice: str | None = None) -> int |
     raise StoreError(f"{path}: could not take the run lock (the file keeps changing); retry")
 
 
-__all__ = ["LOCK_NAME", "hold_folder", "holder", "command_text"]
+__all__ = ["LOCK_NAME", "hold_folder", "holder", "command_text", "refuse_if_held"]

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from nlgbias.errors import InputError, SuiteError
+from nlgbias.inputs import special_kind
 from nlgbias.resources import package_path
 from nlgbias.sampling import SamplingParams
 from nlgbias.suites.prompt_files import check_per_group, prompt_folder, read_prompt_folder
@@ -180,6 +181,9 @@ def resolve_suite_path(name_or_path: str | Path, *, relative_to: Path | None = N
         builtin = builtin_dir() / f"{stem}{suffix}"
         if builtin.is_file() and builtin.suffix == ".yaml":
             return builtin
+    kind = special_kind(text)
+    if kind is not None and kind != "a folder":  # a FIFO, /dev/zero: not "no such file"
+        raise SuiteError(f"suite {text}: is {kind}, not a regular file; give a YAML file or a built-in suite name")
     raise SuiteError(f"suite {text}: no such built-in suite or file; built-in suites: {', '.join(list_suites())}")
 
 

@@ -40,8 +40,40 @@ def load_dataset(path: str | Path | None = None) -> pd.DataFrame:
     that is not one."""
 
     source = Path(path) if path is not None else dataset_dir() / DATA_OF_RELEASE[RELEASE]
-    return _read_table(source, DATASET_COLUMNS, f"need at least {', '.join(DATASET_COLUMNS)} (like the shipped "
-                       "regard.csv, or the regard.csv that `nlgbias annotate import` writes)")
+    table = _read_table(source, DATASET_COLUMNS, f"need at least {', '.join(DATASET_COLUMNS)} (like the shipped "
+                        "regard.csv, or the regard.csv that `nlgbias annotate import` writes)")
+    check_labels(table, source)
+    return table
+
+
+LABEL_VALUES = {"regard_3": ("negative", "neutral", "positive"), "regard_4": ("negative", "neutral", "positive", "other")}
+
+
+def check_labels(table: pd.DataFrame, path: Path) -> None:
+    """Raise one :class:`InputError` line ``<path>:<line>: regard_3 label 'great' is not one of ...`` for
+    the first label outside :data:`LABEL_VALUES` (an empty cell, no majority, is allowed): such a
+    row used to be dropped from training without a word."""
+    for column, allowed in LABEL_VALUES.items():
+        values = table[column]
+        bad = values.notna() & ~values.isin(allowed)
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError(f"{path}:{_csv_line(path, row)}: {column} label {values.iloc[row]!r} is not one of "
+                             f"{', '.join(allowed)} (leave the cell empty for an item without a majority)")
+
+
+def _csv_line(path: Path, row: int) -> int:
+    """The line of ``path`` on which data row ``row`` (0: the first after the header) starts."""
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        start = 1
+        for index, _ in enumerate(reader):
+            if index == row + 1:
+                return start
+            start = reader.line_num + 1
+    return row + 2
 
 
 def _read_table(path: Path, columns: Sequence[str], need: str) -> pd.DataFrame:
