@@ -161,6 +161,15 @@ def test_a_damaged_classifier_folder_is_one_line_before_any_work(world, capsys, 
     assert (_tree(world["base"]), _exports()) == before
 
 
+def test_a_classifier_folder_name_with_a_nul_is_one_line(world, capsys):
+    """Before: ``ValueError: embedded null byte`` from ``Path.resolve`` (a traceback)."""
+    before = _tree(world["base"])
+    code, out, err = call(capsys, ["run", "sheng2019", "--model", "fake", "--samples", "1", "--scorer", "regard:a\0b",
+                                   "--quiet", "--out", world["base"] / "new-run"])
+    _assert_one_line(code, out, err, "--scorer regard:a\\x00b: the folder name contains a NUL character")
+    assert _tree(world["base"]) == before
+
+
 def test_a_copy_of_a_shipped_classifier_still_gets_a_report_and_a_manifest(tmp_path, capsys):
     """An unmodified copy of classifier-3class has no n_own_test (before: jinja2 UndefinedError after the
     whole run, no report.html, no manifest.json); a hand-made folder has no figures at all, or figures

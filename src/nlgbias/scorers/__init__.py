@@ -137,6 +137,9 @@ OWN_CLASSIFIER_FIGURES = ("version", "train_items", "extra_items", "test_accurac
 def _resolved(folder: str | Path, where: str) -> Path:
     """``folder`` made absolute; a symbolic link that loops is a one-line :class:`InputError` (pathlib
     raises ``RuntimeError("Symlink loop ...")``)."""
+    if "\0" in str(folder):
+        shown = where.replace("\0", "\\x00")
+        raise InputError(f"{shown}: the folder name contains a NUL character")
     try:
         return Path(folder).resolve()
     except (RuntimeError, OSError):

@@ -73,6 +73,8 @@ def link_trouble(path: Path) -> str | None:
         Path(path).resolve(strict=True)
     except RuntimeError:  # pathlib before Python 3.13: "Symlink loop from ..."
         return "a symbolic link that loops"
+    except ValueError:  # a NUL in the name: no such file, and no link either
+        return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return "a symbolic link that loops"
