@@ -20,6 +20,7 @@ from nlgbias.checklist.lexicons import lexicon_sizes
 from nlgbias.checklist.results import failures, judge, pass_rates, summary_markdown, targets
 from nlgbias.errors import InputError, ScorerError, option
 from nlgbias.scorers import REGISTRY, get_scorer, regard_classifier
+from nlgbias.scorers.regard import link_trouble, read_classifier_config
 from nlgbias.validate import refuse_special_entries
 
 REGARD_LABELS = {"negative", "neutral", "positive", "other"}
@@ -77,12 +78,19 @@ def resolve_scorer(name: str):
     """
 
     path = Path(name)
+    trouble = link_trouble(path) if name not in REGISTRY else None
+    if trouble:
+        raise ScorerError(f"scorer {name}: {trouble}; give the classifier folder itself")
     if name not in REGISTRY and path.is_dir():
-        config = path / "config.json"
-        if not (path / "adapter.safetensors").is_file() or not config.is_file():
-            raise ScorerError(NO_CLASSIFIER.format(name=name))
-        labels = json.loads(config.read_text(encoding="utf-8")).get("labels", [])
-        return regard_classifier(path, scorer="regard4" if "other" in labels else "regard")
+        if not (path / "adapter.safetensors").is_file():
+            trouble = link_trouble(path / "adapter.safetensors")
+            raise ScorerError(f"scorer {name}: a folder without a classifier (its adapter.safetensors is {trouble})"
+                              if trouble else NO_CLASSIFIER.format(name=name))
+        try:
+            labels = read_classifier_config(path)["labels"]
+        except ScorerError as exc:
+            raise ScorerError(f"scorer {name}: {exc}; give the --out folder of `nlgbias train-regard`") from None
+        return regard_classifier(path, scorer="regard4" if "other" in labels else "regard", flag=f"scorer {name}")
     usable = sorted(n for n in REGISTRY if n != "occupation")
     if name not in REGISTRY:
         close = difflib.get_close_matches(name, usable, n=1)

@@ -142,6 +142,9 @@ class RunConfig:
         check_analyses(suite)
         precision = _precision_target(suite, models, samples=samples, until_mde=until_mde, max_samples=max_samples)
         refs = tuple(resolve_model(m, options) for m in models)
+        check_models = getattr(measurement, "check_models", None)
+        if check_models is not None:  # a model the kind cannot measure: refused before --out is touched
+            check_models(refs)
         fields = measurement.configure(suite, scorers=scorers, max_new_tokens=max_new_tokens, temperature=temperature,
                                        top_k=top_k, top_p=top_p, bls_mapping=bls_mapping)
         size, auto = batch_size_of(measurement, suite, batch_size, refs=refs, options=options, samples=samples,

@@ -25,6 +25,10 @@ Everything the run does differently for a kind lives in its entry, so the run it
     The batch size a run uses for ``--batch-size`` (a number or ``auto``) and, for ``auto``, a record
     of how it was chosen (:mod:`nlgbias.models.batching`), or ``None``.  A measurement without it
     takes a number as given and ``auto`` as 120 (:func:`batch_size_of`).
+``check_models(refs)`` (optional)
+    Refuse, before anything is created, resolved models (:class:`~nlgbias.models.ModelRef`) the kind
+    cannot measure (the likelihood suite: servers and the fake model, which give no log-probabilities
+    of given text).
 ``measure(config, store, *, load, progress, clock, pool)``
     Measure what the store lacks; ``(RunTables, samples generated now, manifest record or None)``.
 ``identity(config)``

@@ -239,6 +239,33 @@ def gender_direction(results: Results, _samples: pd.DataFrame, _manifest: dict) 
             "meta": results.meta.get("gender_direction", {})}
 
 
+def own_classifier(classifier) -> dict | None:
+    """The validity panel's facts about a classifier of the user's (``--scorer regard:DIR``): the
+    manifest's ``classifier`` record (path, adapter hash and the figures its ``config.json`` held),
+    with every figure the panel shows present, ``None`` where the folder did not record it or
+    recorded something that is not such a figure (a copy of a shipped classifier has no
+    ``n_own_test``; a hand-made folder may have no evaluation at all); ``yours``: the training items
+    of the user's.  ``None`` when the run used no classifier of the user's."""
+
+    if not classifier or not isinstance(classifier, dict):
+        return None
+
+    def figure(key: str, kind: type | tuple = (int, float), *, share: bool = False):
+        value = classifier.get(key)
+        if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value):
+            return None
+        return value if not share or 0 <= value <= 1 else None
+
+    extra = classifier.get("extra_items")
+    extra = extra if isinstance(extra, list) else []
+    return {"path": str(classifier.get("path", "")), "adapter_sha256": str(classifier.get("adapter_sha256", "")),
+            "train_items": figure("train_items", int),
+            "yours": sum(e["train"] for e in extra if isinstance(e, dict) and type(e.get("train")) is int),
+            "test_accuracy": figure("test_accuracy", share=True), "n_own_test": figure("n_own_test", int),
+            "own_test_accuracy": figure("own_test_accuracy", share=True),
+            "shipped_own_test_accuracy": figure("shipped_own_test_accuracy", share=True)}
+
+
 def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> dict | None:
     """How far the run's regard numbers can be trusted: the classifier's version and its measured
     generalization (per kind of held-out text: range of accuracy and negative recall), low-confidence
@@ -264,8 +291,7 @@ def regard_validity(results: Results, samples: pd.DataFrame, manifest: dict) -> 
     return {
         "version": version,
         "release": release,
-        "classifier": None if not classifier else {
-            **classifier, "yours": sum(e.get("train", 0) for e in classifier.get("extra_items", []))},
+        "classifier": own_classifier(classifier),
         "threshold": THRESHOLD,
         "held_out": held_out,
         "own_test_accuracy": measured["own_test_accuracy"],

@@ -91,10 +91,10 @@ def get_scorer(name: str) -> Scorer:
     base = scorer_base(name)
     if base != name:
         folder = name.partition(":")[2]
-        key = f"{base}:{Path(folder).resolve()}"
+        flag = option("--scorer", name, keyword="scorers", many=True)
+        key = f"{base}:{_resolved(folder, flag)}"
         if key not in _LOADED:
-            _LOADED[key] = regard_classifier(folder, scorer=base,
-                                             flag=option("--scorer", name, keyword="scorers", many=True))
+            _LOADED[key] = regard_classifier(folder, scorer=base, flag=flag)
         return _LOADED[key]
     if name not in _LOADED:
         if name not in REGISTRY and name.partition(":")[0] in CLASSIFIER_SCORERS:
@@ -135,6 +135,18 @@ OWN_CLASSIFIER_FIGURES = ("version", "train_items", "extra_items", "test_accurac
                           "own_test_accuracy", "shipped_own_test_accuracy", "data_sha256")
 
 
+def _resolved(folder: str | Path, where: str) -> Path:
+    """``folder`` made absolute; a symbolic link that loops is a one-line :class:`InputError` (pathlib
+    raises ``RuntimeError("Symlink loop ...")``)."""
+    if "\0" in str(folder):
+        shown = where.replace("\0", "\\x00")
+        raise InputError(f"{shown}: the folder name contains a NUL character")
+    try:
+        return Path(folder).resolve()
+    except (RuntimeError, OSError):
+        raise InputError(f"{where}: {folder} is a symbolic link that loops; give the classifier folder itself") from None
+
+
 def regard_classifier(folder: str | Path, *, scorer: str = "regard", flag: str | None = None) -> Scorer:
     """A regard scorer that reads the classifier in ``folder`` (e.g. what ``nlgbias train-regard`` wrote).
 
@@ -147,28 +159,37 @@ def regard_classifier(folder: str | Path, *, scorer: str = "regard", flag: str |
     """
     import hashlib
 
+    from nlgbias.scorers.regard import link_trouble, read_classifier_config
+
     where = flag or option("--classifier", str(folder))
     if scorer not in CLASSIFIER_SCORERS:
         raise InputError(f"{option('--classifier')}: only for {option('--scorer', 'regard')} or regard4, not {scorer}")
     folder = Path(folder)
-    if not (folder / "adapter.safetensors").is_file():
-        raise InputError(f"{where}: no classifier there (no {folder / 'adapter.safetensors'}); "
-                         "give the --out folder of `nlgbias train-regard`")
+    resolved = _resolved(folder, where)
+    adapter = folder / "adapter.safetensors"
+    if not adapter.is_file():
+        trouble = link_trouble(adapter)
+        raise InputError(f"{where}: no classifier there ({adapter} is {trouble})" if trouble else
+                         f"{where}: no classifier there (no {adapter}); give the --out folder of `nlgbias train-regard`")
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise InputError(f"{where}: {folder / 'config.json'} is missing or not JSON; give the --out folder of "
-                         "`nlgbias train-regard`") from None
+        config = read_classifier_config(folder)
+    except ScorerError as exc:
+        raise InputError(f"{where}: {exc}; give the --out folder of `nlgbias train-regard`") from None
     cls = REGISTRY[scorer]
-    classes = len(config.get("labels", []))
+    classes = len(config["labels"])
     if classes != cls.classes:
         other = next(c for c in CLASSIFIER_SCORERS if c != scorer)
         raise InputError(f"{where}: a {classes}-class classifier; {scorer} takes a {cls.classes}-class one "
                          f"(use {other}:{folder}, or train with --classes {cls.classes})")
-    loaded = cls(folder)
-    loaded.spec = f"{scorer}:{folder.resolve()}"
+    try:  # loaded, checked and tried on a sentence now: before a run generates anything
+        loaded = cls(folder)
+    except ScorerUnavailable:
+        raise
+    except ScorerError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    loaded.spec = f"{scorer}:{resolved}"
     loaded.provenance = {"classifier": {
-        "path": str(folder.resolve()),
+        "path": str(resolved),
         "adapter_sha256": hashlib.sha256((folder / "adapter.safetensors").read_bytes()).hexdigest(),
         **{key: config[key] for key in OWN_CLASSIFIER_FIGURES if key in config}}}
     return loaded

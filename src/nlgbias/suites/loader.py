@@ -25,7 +25,8 @@ from nlgbias.errors import InputError, SuiteError
 from nlgbias.inputs import special_kind
 from nlgbias.resources import package_path
 from nlgbias.sampling import SamplingParams
-from nlgbias.suites.prompt_files import check_per_group, prompt_folder, read_prompt_folder
+from nlgbias.suites.prompt_files import (MAX_PROMPTS, check_per_group, prompt_folder, read_prompt_folder,
+                                        sampled_count)
 
 TOP_KEYS = (
     "suite", "version", "description", "citation", "kind", "include", "extend",
@@ -56,7 +57,6 @@ MAX_NAME_LENGTH = 100  # a suite's name
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 MAX_SUITE_BYTES = 5_000_000  # a suite lists templates and groups; the largest built-in one is ~40 kB
 MAX_SUITE_NODES = 500_000  # YAML nodes after resolving aliases (a "billion laughs" file stops here)
-MAX_PROMPTS = 100_000  # templates x groups
 MAX_DEFAULT_SAMPLES = 10_000  # a suite's own samples per prompt (``samples:``)
 TRUNCATE_PATTERN = re.compile(r"^(first_sentence|none|words:[1-9][0-9]*)$")
 
@@ -514,6 +514,10 @@ def _prompt_file(raw: _Raw) -> tuple[list[Group], dict[str, Any]]:
     except InputError:
         raise doc.fail(("prompt_file", "per_group"), "a whole number of at least 1, or all") from None
     table, digest = read_prompt_folder(folder)
+    count = sampled_count(table, per_group)
+    if count > MAX_PROMPTS:
+        raise doc.fail(("prompt_file", "per_group"), f"{per_group}: {count:,} prompts from {folder}; the limit is "
+                                                     f"{MAX_PROMPTS:,} (give a number of prompts per group)")
     groups = []
     for context, group in dict.fromkeys(zip(table["context"], table["group"])):
         if not ID_PATTERN.match(group):

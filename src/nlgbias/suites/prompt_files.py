@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import stat
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from nlgbias.suites.loader import Suite
 
 ALL = "all"
+MAX_PROMPT_FILE_BYTES = 20_000_000  # one prompt file (BOLD's largest, profession, is 0.5 MB)
+MAX_PROMPTS = 100_000  # a suite's prompts: templates x groups, or those a run samples from a prompt folder
 FILE_COLUMNS = ["context", "group", "entity", "index", "prompt"]
 
 
@@ -48,17 +51,43 @@ def _context(path: Path) -> str:
     return path.stem.removesuffix("_prompt")
 
 
+def _raw(path: Path) -> bytes:
+    """The bytes of one prompt file: a regular file (a FIFO, a device or a folder named ``*.json`` would
+    block or fail) of at most :data:`MAX_PROMPT_FILE_BYTES`, checked before it is opened."""
+    try:
+        status = path.stat()
+    except RuntimeError:
+        raise SuiteError(f"{path}: a symbolic link that loops") from None
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise SuiteError(f"{path}: not a regular file; a prompt folder holds JSON prompt files only")
+    if status.st_size > MAX_PROMPT_FILE_BYTES:
+        raise SuiteError(f"{path}: {status.st_size / 1e6:.1f} MB; a prompt file may hold at most "
+                         f"{MAX_PROMPT_FILE_BYTES / 1e6:.0f} MB (BOLD's largest is 0.5 MB)")
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
 @lru_cache(maxsize=8)
 def _read(folder: str) -> tuple[pd.DataFrame, str]:
     rows = []
     digest = hashlib.sha256()
     for path in sorted(Path(folder).glob("*.json")):
-        raw = path.read_bytes()
+        raw = _raw(path)
         digest.update(path.name.encode() + b"\0" + raw)
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise SuiteError(f"{path}: not a JSON prompt file ({exc})") from None
+        except RecursionError:
+            raise SuiteError(f"{path}: nested too deeply to be a prompt file (group -> entity -> list of "
+                             f"prompts)") from None
+        except UnicodeDecodeError:
+            raise SuiteError(f"{path}: not a JSON prompt file (not UTF-8 text)") from None
+        except ValueError as exc:
+            raise SuiteError(f"{path}: not a JSON prompt file ({' '.join(str(exc).split())[:100]})") from None
+        before = len(rows)
         if not isinstance(data, dict):
             raise SuiteError(f"{path}: a prompt file maps group -> entity -> list of prompts")
         for group, entities in data.items():
@@ -70,6 +99,9 @@ def _read(folder: str) -> tuple[pd.DataFrame, str]:
                 for index, prompt in enumerate(prompts):
                     if prompt.strip():
                         rows.append((_context(path), str(group), str(entity), index, prompt.rstrip()))
+        if len(rows) == before:
+            raise SuiteError(f"{path}: no prompts (a prompt file maps group -> entity -> list of prompts, and "
+                             f"empty prompts are left out); fill it or remove it from the folder")
     return pd.DataFrame(rows, columns=FILE_COLUMNS), digest.hexdigest()
 
 
@@ -91,6 +123,13 @@ def check_per_group(value) -> int | str:
     if isinstance(number, bool) or number < 1:
         raise InputError(f"{option('--prompts-per-group', value)}: must be a whole number of at least 1, or all")
     return number
+
+
+def sampled_count(table: pd.DataFrame, per_group: int | str) -> int:
+    """How many prompts :func:`sample_prompts` takes from ``table`` with ``per_group``."""
+    if per_group == ALL:
+        return int(len(table))
+    return int(table.groupby(["context", "group"], sort=False).size().clip(upper=int(per_group)).sum())
 
 
 def sample_prompts(table: pd.DataFrame, per_group: int | str, seed: int) -> pd.DataFrame:
@@ -121,6 +160,12 @@ def with_prompt_sample(suite: Suite, per_group: int | str | None, seed: int) -> 
                              f"prompt file; this option is for suites such as bold")
         return suite
     chosen = check_per_group(per_group if per_group is not None else source["per_group"])
+    if per_group is not None:  # the suite's own per_group was checked when it was loaded
+        folder = prompt_folder(source["source"], Path(suite.path).parent if suite.path else None)
+        count = sampled_count(read_prompt_folder(folder)[0], chosen) if folder is not None else 0
+        if count > MAX_PROMPTS:
+            raise InputError(f"{option('--prompts-per-group', per_group)}: suite {suite.name} would have {count:,} "
+                             f"prompts; the limit is {MAX_PROMPTS:,} (give a number of prompts per group)")
     probe = {**suite.probe, "prompt_file": {**source, "per_group": chosen, "seed": int(seed)}}
     sampled = replace(suite, probe=probe)
     digest = hashlib.sha256(json.dumps(sampled.to_dict(), sort_keys=True).encode()).hexdigest()
@@ -158,5 +203,6 @@ def prompt_counts(suite: Suite) -> pd.DataFrame:
     return table.groupby(["context", "group"], sort=False).size().rename("prompts").reset_index()
 
 
-__all__ = ["ALL", "check_per_group", "file_prompts", "prompt_counts", "prompt_folder", "read_prompt_folder",
-           "sample_prompts", "with_prompt_sample"]
+__all__ = ["ALL", "MAX_PROMPTS", "MAX_PROMPT_FILE_BYTES", "check_per_group", "file_prompts", "prompt_counts",
+           "prompt_folder", "read_prompt_folder",
+           "sample_prompts", "sampled_count", "with_prompt_sample"]

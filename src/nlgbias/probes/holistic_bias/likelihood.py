@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from nlgbias.analyses.base import RunTables
-from nlgbias.errors import BackendError
+from nlgbias.errors import BackendError, option
 from nlgbias.models import TokenBackend
 from nlgbias.probes.forward import FORWARD_BATCH, ForwardOnly
 from nlgbias.probes.pronouns.probabilities import _tail_logprobs, start_token_id
@@ -29,6 +29,7 @@ from nlgbias.suites.sample import pick_paired
 PROMPT_COLUMNS = ["prompt_id", "axis", "group", "template_id", "noun_phrase_type", "noun", "preference", "prompt"]
 NEEDS_TOKENS = ("{model}: the likelihood suite reads the log-probability of every token of a sentence, which "
                 "needs a local model (a transformers or embedded backend), not a server")
+WITHOUT_TOKENS = {"openai": "a server", "fake": "the fake model"}  # built-in backends without token-level access
 
 
 def likelihood_prompts(suite: Suite) -> pd.DataFrame:
@@ -95,6 +96,16 @@ class SentenceLikelihood(ForwardOnly):
     def prompts(self, suite: Suite) -> pd.DataFrame:
         """:func:`likelihood_prompts`."""
         return likelihood_prompts(suite)
+
+    def check_models(self, refs) -> None:
+        """Servers and the fake model give no log-probabilities of given text: refused before the run
+        creates anything (another backend is checked when it loads)."""
+        for ref in refs:
+            if ref.backend in WITHOUT_TOKENS:
+                raise BackendError(f"{option('--model', ref.model_id, keyword='models', many=True)}: the likelihood "
+                                   f"suite reads the log-probability of every token of a sentence, which needs a "
+                                   f"local model (a transformers or embedded backend), not "
+                                   f"{WITHOUT_TOKENS[ref.backend]}")
 
     def measure(self, config, store: RunStore, *, load, progress, clock, pool=None) -> tuple[RunTables, int, None]:  # noqa: ARG002 (the Measurement protocol)
         """Measure the log-probabilities the store lacks (a batch per transaction)."""
