@@ -402,7 +402,7 @@ def models() -> None:
               help="A finished run folder: use its observed base rate and intra-prompt correlation per comparison, "
                    "its models and its rate (for the expected time).")
 @click.option("--icc", type=float, default=None,
-              help=f"Intra-prompt correlation of a gap, 0 to 1 [default: the --from run's, else {ICC:g}].")
+              help=f"Intra-prompt correlation of a gap, 0 to 1 [default: the --from run's median, else {ICC:g}].")
 @click.option("--prompts-per-group", type=int, default=None,
               help="Plan for this many prompts per group (bold can draw them; other suites need more templates) "
                    "[default: the suite's, or the run's].")

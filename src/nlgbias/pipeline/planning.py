@@ -52,7 +52,8 @@ class Plan:
     ``icc`` and ``prompts_needed`` (prompts per group that reach the gap at 1,000 samples each, where
     the prompts given cannot).  ``alpha``: the per-comparison level used; ``n_comparisons``: m.
     ``unit``: prompt or sample; ``icc``: where the intra-prompt correlation comes from;
-    ``seconds_per_sample``: the ``--from`` run's own rate (generation and scoring), if known.
+    ``seconds_per_sample``: the ``--from`` run's own rate (generation and scoring), if known, and
+    ``prompts_total`` the prompts a model gets in the planned run.
     """
 
     samples_per_prompt: int | None
@@ -65,6 +66,7 @@ class Plan:
     unit: str = "prompt"
     icc: str = ""
     seconds_per_sample: float | None = None
+    prompts_total: int | None = None
 
     def text(self, *, rows: int = 10) -> str:
         """What ``nlgbias plan`` prints."""
@@ -86,9 +88,8 @@ class Plan:
                          f"intra-prompt correlation: {self.icc}")
         else:
             lines.append("unit: the sample (every sample independent, --unit sample)")
-        if self.seconds_per_sample is not None and self.samples_per_prompt is not None:
-            total = int((self.table["prompts_total"] * self.samples_per_prompt).sum()) \
-                if "prompts_total" in self.table else None
+        if self.seconds_per_sample is not None and self.samples_per_prompt is not None and self.prompts_total:
+            total = self.prompts_total * self.samples_per_prompt
             if total:
                 lines.append(f"expected time: about {_duration(total * self.seconds_per_sample)} for {total:,} samples "
                              f"per model, at the --from run's rate ({self.seconds_per_sample:.3g} s a sample to "
@@ -255,14 +256,15 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
 
 
 def _finish(table: pd.DataFrame, alpha: float, m: int, gap: float, power: float, source: str, unit: str,
-            icc: str, seconds_per_sample: float | None = None) -> Plan:
+            icc: str, seconds_per_sample: float | None = None, prompts_total: int | None = None) -> Plan:
     """The :class:`Plan` of a finished ``table``: rows needing the most first, unreachable ones on top."""
     table = table.assign(_order=table["samples_per_prompt"].astype(float).fillna(float("inf")))
     table = table.sort_values("_order", ascending=False, kind="stable").drop(columns="_order").reset_index(drop=True)
     counts = [c for c in ("samples_per_prompt", "n_per_group", "prompts_needed") if c in table]
     table = table.astype({c: "Int64" for c in counts})
     answer = None if table["samples_per_prompt"].isna().any() else int(table["samples_per_prompt"].max())
-    return Plan(answer, table, alpha, m, gap, power, source, unit, icc if unit == "prompt" else "", seconds_per_sample)
+    return Plan(answer, table, alpha, m, gap, power, source, unit, icc if unit == "prompt" else "", seconds_per_sample,
+                prompts_total)
 
 
 def _plan_from_run(folder: Path, *, gap: float, power: float, flags: bool, suite_name: str | None = None,
@@ -287,38 +289,42 @@ def _plan_from_run(folder: Path, *, gap: float, power: float, flags: bool, suite
     gaps = pd.concat(rows, ignore_index=True)
     m = int(results.meta.get("n_comparisons", len(gaps)))
     alpha = family_alpha(m)
+    observed = [_observed_icc(row) for row in gaps.itertuples(index=False)]
+    pilot = float(pd.Series([v for v in observed if v is not None]).median()) if any(
+        v is not None for v in observed) else ICC  # one pooled value: a comparison's own is noisy at few templates
     per_group = samples.groupby(["context", "group"])["template_id"].nunique()
     prompts = per_group.groupby(level=0).min()
-    total = samples.groupby(["context"])["prompt_id"].nunique() / max(samples["model"].nunique(), 1)
+    groups = samples.groupby("context")["group"].nunique()
+    total = int(groups.sum() * prompts_per_group) if prompts_per_group else int(samples["prompt_id"].nunique())
     out = []
     for row in gaps.itertuples(index=False):
         pooled = (row.k_a + row.k_b) / (row.n_a + row.n_b)
         pooled = min(pooled, 1 - gap) if pooled <= 0.5 else max(pooled, gap)  # keep the other share in [0, 1]
         k = int(prompts_per_group or prompts.get(row.context, 1))
         base = {"model": row.model, "context": row.context, "scorer": row.scorer, "label": row.label,
-                "compared": row.compared, "base_rate": pooled, "prompts": k,
-                "prompts_total": int(total.get(row.context, 0))}
+                "compared": row.compared, "base_rate": pooled, "prompts": k}
         if unit == "sample":
             n = samples_for_gap(gap, base_rate=pooled, alpha=alpha, power=power)
             out.append({**base, "n_per_group": n, "samples_per_prompt": math.ceil(n / k)})
         else:
-            rho = icc if icc is not None else _observed_icc(row)
+            rho = icc if icc is not None else pilot
             out.append({**base, **_prompt_row(gap, prompts=k, icc=rho, base_rate=pooled, alpha=alpha, power=power)})
     rate = _seconds_per_sample(manifest)
     return _finish(pd.DataFrame(out), alpha, m, gap, power, f"observed pooled share of each comparison in {folder}",
                    unit, f"{icc:g} (--icc)" if icc is not None else
-                   f"each comparison's own, from its design effect in {folder} ({ICC:g} where it has none)", rate)
+                   f"{pilot:.3g}, the median over the comparisons of {folder} of (deff - 1) / (samples per prompt - 1)",
+                   rate, total)
 
 
-def _observed_icc(row) -> float:
+def _observed_icc(row) -> float | None:
     """A gap's intra-prompt correlation from its design effect: (deff - 1) / (samples per prompt - 1),
-    at least 0; :data:`~nlgbias.metrics.power.ICC` for a run without one (one prompt a side, or
+    at least 0; None for a comparison without one (one prompt a side, a sample-level run, or a run
     written before prompt-level statistics)."""
-    deff, units = getattr(row, "deff", float("nan")), getattr(row, "units_a", float("nan"))
-    if not (pd.notna(deff) and pd.notna(units) and units > 0):
-        return ICC
+    deff, units, df = (getattr(row, name, float("nan")) for name in ("deff", "units_a", "df"))
+    if not (pd.notna(deff) and pd.notna(units) and pd.notna(df) and units > 0):
+        return None
     per_prompt = row.n_a / units
-    return max(0.0, (float(deff) - 1) / (per_prompt - 1)) if per_prompt > 1 else ICC
+    return max(0.0, (float(deff) - 1) / (per_prompt - 1)) if per_prompt > 1 else None
 
 
 def _seconds_per_sample(manifest: dict) -> float | None:

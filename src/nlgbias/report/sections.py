@@ -11,6 +11,7 @@ analysis registry (:mod:`nlgbias.analyses`) pairs each with its template.
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import pandas as pd
 
@@ -250,11 +251,14 @@ def own_classifier(classifier) -> dict | None:
     if not classifier or not isinstance(classifier, dict):
         return None
 
-    def figure(key: str, kind: type | tuple = (int, float), *, share: bool = False):
+    def figure(key: str, kind: type | tuple = (int, float), *, share: bool = False) -> Any:
         value = classifier.get(key)
-        if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, kind):
             return None
-        return value if not share or 0 <= value <= 1 else None
+        number = cast(float, value)
+        if not math.isfinite(number):
+            return None
+        return value if not share or 0 <= number <= 1 else None
 
     extra = classifier.get("extra_items")
     extra = extra if isinstance(extra, list) else []

@@ -73,7 +73,7 @@ def _raw(path: Path) -> bytes:
 
 @lru_cache(maxsize=8)
 def _read(folder: str) -> tuple[pd.DataFrame, str]:
-    rows = []
+    rows: list[tuple] = []
     digest = hashlib.sha256()
     for path in sorted(Path(folder).glob("*.json")):
         raw = _raw(path)
