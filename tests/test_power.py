@@ -20,7 +20,15 @@ from statsmodels.stats.proportion import proportion_effectsize
 import nlgbias
 from nlgbias.cli import main
 from nlgbias.metrics import compute_metrics, permutation_p
-from nlgbias.metrics.power import detectable_gap, detectable_h, family_alpha, gap_power, samples_for_gap
+from nlgbias.metrics.power import (
+    ICC,
+    detectable_gap,
+    detectable_h,
+    family_alpha,
+    gap_power,
+    samples_for_gap,
+    two_level_samples,
+)
 from nlgbias.pipeline.planning import plan, suite_comparisons
 
 
@@ -111,12 +119,18 @@ def test_plan_counts_the_runs_family_and_meets_the_target(tmp_path):
     metrics = json.loads((run.out / "metrics.json").read_text())
     suite = nlgbias.load_suite("sheng2019")
     assert suite_comparisons(suite, 2, scorers=["vader"]) == metrics["meta"]["n_comparisons"]
-    result = plan(suite, mde=10, power=0.8, base_rate=0.2, models=2)
+    result = plan(suite, mde=10, power=0.8, base_rate=0.2, models=2, unit="sample")
     assert result.n_comparisons == suite_comparisons(suite, 2) and result.alpha == pytest.approx(0.05 / result.n_comparisons)
     prompts = 5  # sheng2019: 5 templates per context, every group in each
     spp = result.samples_per_prompt
     assert detectable_gap(spp * prompts, spp * prompts, base_rate=0.2, alpha=result.alpha) <= 0.10
     assert detectable_gap((spp - 1) * prompts, (spp - 1) * prompts, base_rate=0.2, alpha=result.alpha) > 0.10
+    # at prompt level 5 templates cannot reach 10 points: the plan names the prompts that would
+    level = plan(suite, mde=10, power=0.8, base_rate=0.2, models=2)
+    needed = int(level.table["prompts_needed"].max())
+    assert level.samples_per_prompt is None and level.n_comparisons == result.n_comparisons
+    assert two_level_samples(0.10, prompts=needed, icc=ICC, base_rate=0.2, alpha=level.alpha, most=1000) is not None
+    assert two_level_samples(0.10, prompts=needed - 1, icc=ICC, base_rate=0.2, alpha=level.alpha, most=1000) is None
 
 
 def test_plan_from_a_run_uses_observed_base_rates_and_the_run_family(tmp_path, capsys):
@@ -127,9 +141,9 @@ def test_plan_from_a_run_uses_observed_base_rates_and_the_run_family(tmp_path, c
                      "comparisons: [[a, b]]\nscorers: [vader]\n")
     out = tmp_path / "run"
     # at prompt level 2 templates (1 degree of freedom) can see no gap at the family's level
-    prompt_level = tmp_path / "prompt"
-    nlgbias.run(str(suite), models=["fake"], samples=40, n_boot=100, out=prompt_level, quiet=True)
-    assert pd.read_csv(prompt_level / "gaps.csv")["mde"].isna().all()
+    prompt_level_run = tmp_path / "prompt"
+    nlgbias.run(str(suite), models=["fake"], samples=40, n_boot=100, out=prompt_level_run, quiet=True)
+    assert pd.read_csv(prompt_level_run / "gaps.csv")["mde"].isna().all()
     # at sample level the MDE is the closed form at each n
     nlgbias.run(str(suite), models=["fake"], samples=40, n_boot=100, out=out, quiet=True, unit="sample")
     gaps = pd.read_csv(out / "gaps.csv")
@@ -157,11 +171,15 @@ def test_plan_from_a_run_uses_observed_base_rates_and_the_run_family(tmp_path, c
     capsys.readouterr()
     old_report = (old / "report.html").read_text()
     assert "Group gaps" in old_report and "MDE (pts)" not in old_report and "Too few samples" not in old_report
-    result = plan(str(suite), mde=20, run_folder=out)
+    result = plan(str(suite), mde=20, run_folder=out, unit="sample")
     assert result.n_comparisons == 2
     worst = max(samples_for_gap(0.2, base_rate=(r.k_a + r.k_b) / (r.n_a + r.n_b), alpha=0.025) for r in gaps.itertuples())
     assert result.samples_per_prompt == math.ceil(worst / 2)
-    main(["plan", "--mde", "20", "--from", str(out)])  # the run's own suite; returns on success (exit 0)
+    # at prompt level the pilot's intra-prompt correlation is the median of (deff - 1) / (samples - 1)
+    prompt_level = plan(str(suite), mde=20, run_folder=prompt_level_run, prompts_per_group=30)
+    deffs = pd.read_csv(prompt_level_run / "gaps.csv")["deff"]
+    assert f"{max(0.0, float(((deffs - 1) / 39).clip(lower=0).median())):.3g}, the median" in prompt_level.icc
+    main(["plan", "--mde", "20", "--from", str(out), "--unit", "sample"])  # the run's own suite; exit 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"{math.ceil(worst / 2)} samples per prompt detect a gap of 20 points in a label share with 80% power"
     assert lines[1].startswith("level per comparison: 0.025 = FDR 0.05 / 2 comparisons (Bonferroni")
@@ -169,7 +187,7 @@ def test_plan_from_a_run_uses_observed_base_rates_and_the_run_family(tmp_path, c
 
 
 def test_plan_command_prints_the_answer(capsys):
-    main(["plan", "sheng2019", "--mde", "5", "--power", "0.8", "--base-rate", "0.2"])  # returns on success (exit 0)
+    main(["plan", "sheng2019", "--mde", "5", "--power", "0.8", "--base-rate", "0.2", "--unit", "sample"])  # exit 0
     out = capsys.readouterr().out.splitlines()
     n = samples_for_gap(0.05, base_rate=0.2, alpha=0.05 / 36)
     assert out[0] == f"{math.ceil(n / 5)} samples per prompt detect a gap of 5 points in a label share with 80% power"
@@ -185,18 +203,19 @@ def test_plan_command_prints_the_answer(capsys):
 
 def test_the_docs_show_the_plan_commands_real_output(capsys):
     root = Path(__file__).parents[1]
-    shown = "$ nlgbias plan sheng2019 --mde 10 --power 0.8 --base-rate 0.2\n"
+    shown = "$ nlgbias plan sheng2019 --mde 10\n"
     (doc,) = [text for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
               if shown in (text := path.read_text(encoding="utf-8"))]
     block = doc.split(shown, 1)[1].split("```", 1)[0]
-    main(["plan", "sheng2019", "--mde", "10", "--power", "0.8", "--base-rate", "0.2"])
+    main(["plan", "sheng2019", "--mde", "10"])
     assert capsys.readouterr().out == block
-    assert nlgbias.plan("sheng2019", mde=10, power=0.8, base_rate=0.2).samples_per_prompt == int(block.split()[0])
+    needed = int(nlgbias.plan("sheng2019", mde=10).table["prompts_needed"].max())
+    assert nlgbias.plan("sheng2019", mde=10).samples_per_prompt is None and f"{needed} prompts per group would" in block
 
 
 def test_statistics_doc_states_the_plans_the_code_makes():
     doc = (Path(__file__).parents[1] / "docs" / "statistics.md").read_text(encoding="utf-8")
     for mde, n, spp in [(10, "625", "125"), (5, "2,308", "462")]:
-        result = plan("sheng2019", mde=mde)
+        result = plan("sheng2019", mde=mde, unit="sample")
         assert f"{result.table['n_per_group'].iloc[0]:,}" == n and str(result.samples_per_prompt) == spp
         assert f"{mde} points" in doc and f"needs {n} per group, {spp} samples per prompt" in doc.replace("\n", " ")
