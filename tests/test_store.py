@@ -55,7 +55,8 @@ def comparable(out):
     samples = pd.read_parquet(out / "samples.parquet")
     metrics = json.loads((out / "metrics.json").read_text())
     manifest = json.loads((out / "manifest.json").read_text())
-    for key in ("started_at", "finished_at", "command", "timings_s", "peak_memory_gb", "output_sha256"):  # of the invocation (the report shows it)
+    for key in ("started_at", "finished_at", "command", "timings_s", "generated_now", "peak_memory_gb",
+                "output_sha256"):  # of the invocation (the report shows it)
         manifest.pop(key)
     return samples, metrics, manifest
 

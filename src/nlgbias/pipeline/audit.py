@@ -350,7 +350,7 @@ def _run_config(config: RunConfig, *, out: str | Path, quiet: bool, command: Seq
     if precision is not None:
         manifest["precision"] = precision
     manifest["timings_s"] = {name: round(seconds, 3) for name, seconds in clock.laps.items()}  # this invocation
-    manifest["counts"]["generated_now"] = int(generated)  # the samples timings_s["generate"] generated
+    manifest["generated_now"] = int(generated)  # this invocation: the samples timings_s["generate"] generated
     if pool is not None:
         manifest["execution"] = {"ray": pool.stats}  # this invocation
     manifest["peak_memory_gb"] = round(peak_memory_gb(), 3)

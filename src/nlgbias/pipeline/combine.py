@@ -217,7 +217,7 @@ def _analyse(members) -> Part:
                    "prompts": int(samples["prompt_id"].nunique()), "models": len(models)},
         "runs": [{"folder": str(entry[0]), "run_id": entry[3]["run_id"]} for entry, _ in members],
     }
-    for key in ("command", "timings_s", "peak_memory_gb", "outputs", "output_sha256", "unequal_samples"):
+    for key in ("command", "timings_s", "generated_now", "peak_memory_gb", "outputs", "output_sha256", "unequal_samples"):
         part_manifest.pop(key, None)
     per_model = [{"model": names[m["model"]], "run_id": entry[3]["run_id"],
                   "samples_per_prompt": entry[3]["sampling"].get("samples_per_prompt")}

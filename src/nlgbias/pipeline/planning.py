@@ -329,7 +329,7 @@ def _observed_icc(row) -> float | None:
 
 def _seconds_per_sample(manifest: dict) -> float | None:
     """Seconds to generate and score one sample in the run's last invocation (None when it generated none)."""
-    generated = manifest.get("counts", {}).get("generated_now")
+    generated = manifest.get("generated_now")
     timings = manifest.get("timings_s", {})
     if not generated or "generate" not in timings:
         return None
