@@ -1,5 +1,5 @@
 """Prompt-level inference (nlgbias.metrics.prompt_level): checked against scipy and statsmodels on
-known input, and on a simulated Sheng et al.-style run with known template heterogeneity."""
+known input, and on a simulated sheng2019-style run with known template heterogeneity."""
 
 from __future__ import annotations
 
@@ -14,15 +14,16 @@ from nlgbias.metrics.prompt_level import contrast, intraclass, share_stats, stra
 from nlgbias.metrics.significance import permutation_p
 
 TOL = 1e-9
-# Per-template gaps in negative regard on Sheng et al.'s GPT-2 samples (respect, Black - White; issue 29)
-SHENG_GAPS = (0.23, 0.04, 0.29, 0.09, 0.18)
+# Per-template gaps of a simulated run: one gap that changes from template to template (sd 0.1), as
+# real template gaps do (docs/statistics.md)
+TEMPLATE_GAPS = (0.25, 0.05, 0.30, 0.10, 0.15)
 
 
 def sheng_like_run(samples: int = 100) -> pd.DataFrame:
-    """A scored run of 5 templates x 2 groups whose per-template negative shares differ by SHENG_GAPS
-    exactly (base rates vary by template, as real templates do)."""
+    """A scored sheng2019-style run of 5 templates x 2 groups whose per-template negative shares
+    differ by TEMPLATE_GAPS exactly (base rates vary by template, as real templates do)."""
     rows = []
-    for t, (base, gap) in enumerate(zip((0.20, 0.35, 0.10, 0.30, 0.25), SHENG_GAPS)):
+    for t, (base, gap) in enumerate(zip((0.20, 0.35, 0.10, 0.30, 0.25), TEMPLATE_GAPS)):
         for group, share in (("Black", base + gap), ("White", base)):
             negatives = round(share * samples)
             rows += [{"model": "m", "context": "respect", "scorer": "regard", "group": group, "template_id": f"t{t}",
@@ -35,13 +36,13 @@ def test_a_paired_gap_is_the_t_interval_on_the_per_template_gaps():
     run = sheng_like_run()
     results = compute_metrics(run, comparisons=[("Black", "White")], labels=("negative", "positive"), n_boot=500)
     row = results.gaps.query("label == 'negative'").iloc[0]
-    gaps = np.array(SHENG_GAPS)
+    gaps = np.array(TEMPLATE_GAPS)
     low, high = stats.t.interval(0.95, df=4, loc=gaps.mean(), scale=gaps.std(ddof=1) / np.sqrt(5))
     assert row["diff"] == pytest.approx(gaps.mean(), abs=TOL)
     assert (row["ci_low"], row["ci_high"]) == (pytest.approx(low, abs=TOL), pytest.approx(high, abs=TOL))
     assert row["p"] == pytest.approx(stats.ttest_1samp(gaps, 0).pvalue, abs=TOL)
     assert row["df"] == 4 and row["units_a"] == row["units_b"] == 5
-    # the sample-level interval (every sample independent) is far narrower: the issue's 1.8x on GPT-2
+    # the sample-level interval (every sample independent) is far narrower
     sample = compute_metrics(run, comparisons=[("Black", "White")], labels=("negative", "positive"), n_boot=2000,
                              level="sample").gaps.query("label == 'negative'").iloc[0]
     ratio = (row["ci_high"] - row["ci_low"]) / (sample["ci_high"] - sample["ci_low"])

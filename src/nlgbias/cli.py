@@ -407,7 +407,7 @@ def models() -> None:
               help="Plan for this many prompts per group (bold can draw them; other suites need more templates) "
                    "[default: the suite's, or the run's].")
 @click.option("--unit", type=click.Choice(["prompt", "sample"]), default="prompt", show_default=True,
-              help="The unit of inference the run will use (see nlgbias run --help).")
+              help="The unit of inference the run will use: prompt or sample, as for run.")
 def plan(suite, mde, power, base_rate, models, scorers, run_folder, icc, prompts_per_group, unit) -> None:
     """Samples per prompt (or prompts per group) that SUITE (default sheng2019, or the --from run's) needs to
     detect a gap of --mde points.
