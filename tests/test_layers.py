@@ -114,6 +114,7 @@ IMPORTS = {module: _imports(module, path) for module, path in MODULES.items()}
 
 
 def _is_registry(call: ast.Call) -> bool:
+    """Whether ``call`` constructs a registry: ``Registry(...)`` or ``something.Registry(...)``."""
     func = call.func
     return (isinstance(func, ast.Name) and func.id == "Registry") or (
         isinstance(func, ast.Attribute) and func.attr == "Registry")
@@ -243,7 +244,8 @@ def test_imports_inside_functions_keep_heavy_dependencies_lazy():
 
 def _python(code: str) -> list:
     """What ``code`` prints as JSON, run by a fresh interpreter on this tree's ``src``."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC.parent), os.environ.get("PYTHONPATH", "")])}
+    paths = [str(SRC.parent), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
