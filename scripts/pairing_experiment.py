@@ -43,10 +43,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/coupling.py, next to this file
-
-from coupling import gumbel_pick, support
+from coupling import gumbel_pick, support  # scripts/coupling.py: a script's folder is first on sys.path
 from nlgbias.keys import cell_seed
+from nlgbias.metrics.resampling import percentile_interval
 from nlgbias.sampling import SamplingParams, sample_seed
 from nlgbias.suites import expand_suite, load_suite
 
@@ -217,7 +216,13 @@ def variances(x: np.ndarray, y: np.ndarray, strata: np.ndarray) -> tuple[float, 
 
 def bootstrap_ratio(x, y, strata, n_boot: int, seed: int) -> tuple[float, float, float]:
     """Pair bootstrap within templates: the variance of the gap resampling pairs over resampling each
-    side on its own (ratio), and a 95% percentile interval of the analytic ratio over pair replicates."""
+    side on its own (ratio), and a 95% percentile interval of the analytic ratio over pair replicates.
+
+    In: the two sides' values ``x, y`` (pair i is ``x[i], y[i]``), each pair's template ``strata``.
+    Out: ``(ratio, low, high)``.  Not :func:`nlgbias.metrics.resampling.bootstrap`: each replicate
+    draws two resamples within templates (pairs kept, and side b again on its own) and the result
+    is a ratio of replicate variances, so only the interval is the library's (``percentile_interval``).
+    """
     rng = np.random.default_rng(seed)
     gaps_paired, gaps_indep, ratios = np.zeros(n_boot), np.zeros(n_boot), []
     idx = [np.flatnonzero(strata == t) for t in np.unique(strata)]
@@ -230,7 +235,7 @@ def bootstrap_ratio(x, y, strata, n_boot: int, seed: int) -> tuple[float, float,
         if vi > 0:
             ratios.append(vp / vi)
     boot = float(np.var(gaps_paired) / np.var(gaps_indep)) if np.var(gaps_indep) > 0 else float("nan")
-    low, high = (np.percentile(ratios, [2.5, 97.5]) if ratios else (np.nan, np.nan))
+    low, high = percentile_interval(ratios, 0.95) if ratios else (np.nan, np.nan)
     return boot, float(low), float(high)
 
 

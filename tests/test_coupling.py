@@ -4,7 +4,9 @@ shared noise."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -145,10 +147,13 @@ def test_the_backend_samples_with_the_coupling_only_when_asked(tiny):
 
 
 def experiment():
+    """scripts/pairing_experiment.py loaded as `python scripts/pairing_experiment.py` runs it: its
+    sibling ``coupling`` importable by name (the module above, for the time of the import)."""
     path = SCRIPTS / "pairing_experiment.py"
     spec = importlib.util.spec_from_file_location("pairing_experiment", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with mock.patch.dict(sys.modules, {"coupling": coupling}):
+        spec.loader.exec_module(module)
     return module
 
 

@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 
 import pandas as pd
-from statsmodels.stats.proportion import proportion_confint
 
 import nlgbias
+from nlgbias.checklist.results import wilson
 from nlgbias.training.evaluate import accuracy, macro_f1
 from nlgbias.training.generalization import recall
 
@@ -32,8 +32,7 @@ def figures(gold: pd.Series, pred: pd.Series) -> dict:
     """``n, accuracy, accuracy_ci, macro_f1, negative_recall, n_negative`` of ``pred`` against ``gold``."""
     n = len(gold)
     hits = int((gold.to_numpy() == pred.to_numpy()).sum())
-    low, high = proportion_confint(hits, n, alpha=0.05, method="wilson") if n else (float("nan"),) * 2
-    return {"n": n, "accuracy": accuracy(gold, pred), "accuracy_ci": [float(low), float(high)],
+    return {"n": n, "accuracy": accuracy(gold, pred), "accuracy_ci": list(wilson(hits, n)),
             "macro_f1": macro_f1(gold, pred, LABELS), "negative_recall": recall(gold, pred, "negative"),
             "n_negative": int((gold == "negative").sum())}
 

@@ -44,10 +44,8 @@ import torch
 from nlgbias.training.experiment import LABELS, SETTINGS, view
 from nlgbias.training.train import predict_proba, train_classifier
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from evaluate_held_out import figures
-from teacher import SETTINGS as TEACHER
+from evaluate_held_out import figures  # same folder (a script's folder is first on sys.path)
+from teacher import SETTINGS as TEACHER  # same folder
 
 SOURCES = ("smollm2/default", "smollm2/hot", "gemma3/default", "gemma3/hot")
 MODEL_OF = {"smollm2": "smollm2-135m", "gemma3": "gemma3-270m"}

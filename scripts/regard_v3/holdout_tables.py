@@ -31,8 +31,8 @@ from pathlib import Path
 
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import proportion_confint
 
+from nlgbias.checklist.results import wilson
 from nlgbias.report.sections import format_p
 from nlgbias.scorers.regard import RELEASE
 from nlgbias.training.dataset import dataset_dir
@@ -43,10 +43,6 @@ SOURCE_TARGET, FAMILY_TARGET = 0.85, 0.82
 RECIPES = ("teacher", "student", "gold_only")
 
 
-def wilson(hits: int, n: int) -> list[float]:
-    return [float(x) for x in proportion_confint(hits, n, alpha=0.05, method="wilson")] if n else [float("nan")] * 2
-
-
 def holdout_rows(preds: pd.DataFrame) -> list[dict]:
     rows = []
     for run, group in preds[~preds["run"].str.startswith("dev:")].groupby("run", sort=False):
@@ -54,7 +50,8 @@ def holdout_rows(preds: pd.DataFrame) -> list[dict]:
         for recipe in (r for r in RECIPES if r in group and group[r].notna().all()):
             fig = figures(group["gold"], group[recipe])
             negative = group["gold"] == "negative"
-            fig["negative_recall_ci"] = wilson(int((group.loc[negative, recipe] == "negative").sum()), int(negative.sum()))
+            fig["negative_recall_ci"] = list(wilson(int((group.loc[negative, recipe] == "negative").sum()),
+                                                     int(negative.sum())))
             met = (fig["accuracy"] >= SOURCE_TARGET and fig["negative_recall"] >= SOURCE_TARGET if kind == "source"
                    else fig["accuracy"] >= FAMILY_TARGET)
             rows.append({"held_out": run, "recipe": recipe, **fig, "target_met": bool(met)})
@@ -84,7 +81,8 @@ def dev_rows(preds: pd.DataFrame) -> list[dict]:
     if "dev:full" not in correct:
         return []
     base = correct["dev:full"]
-    rows = [{"settings": run, "n": int(len(c)), "accuracy": float(c.mean()), "accuracy_ci": wilson(int(c.sum()), len(c)),
+    rows = [{"settings": run, "n": int(len(c)), "accuracy": float(c.mean()),
+             "accuracy_ci": list(wilson(int(c.sum()), len(c))),
              "minus_full": float(c.mean() - base.mean()),
              "p": 1.0 if run == "dev:full" else paired_permutation_p(c.loc[base.index].to_numpy(), base.to_numpy())}
             for run, c in correct.items()]

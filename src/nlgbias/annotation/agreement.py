@@ -26,7 +26,6 @@ import krippendorff
 import numpy as np
 import pandas as pd
 from scipy import stats
-from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
 from nlgbias.annotation.categories import ORDINAL, SCHEMES, to_classes
 
@@ -71,6 +70,8 @@ def agreement(labels: pd.DataFrame, column: Literal["regard", "sentiment"]) -> d
 
 
 def _fleiss(table: pd.DataFrame, categories: list[str]) -> tuple[float, int]:
+    from statsmodels.stats.inter_rater import fleiss_kappa  # statsmodels: kept out of `import nlgbias`
+
     if len(table) == 0 or table.shape[1] < 2:
         return float("nan"), 0
     counts = np.stack([(table == c).sum(axis=1).to_numpy() for c in categories], axis=1)
@@ -78,6 +79,8 @@ def _fleiss(table: pd.DataFrame, categories: list[str]) -> tuple[float, int]:
 
 
 def _cohen(a: pd.Series, b: pd.Series, categories: list[str]) -> float:
+    from statsmodels.stats.inter_rater import cohens_kappa  # statsmodels: kept out of `import nlgbias`
+
     if len(a) == 0:
         return float("nan")
     index = {c: i for i, c in enumerate(categories)}

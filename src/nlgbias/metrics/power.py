@@ -29,8 +29,6 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 from scipy import stats
-from statsmodels.stats.power import NormalIndPower
-from statsmodels.stats.proportion import proportion_effectsize
 
 FDR = 0.05  # the run's Benjamini-Hochberg level (the report marks adjusted p under it)
 POWER = 0.8  # the power of the reported minimum detectable effects
@@ -48,6 +46,8 @@ def effect_size(gap: float, *, base_rate: float) -> float:
     >>> round(effect_size(0.05, base_rate=0.2), 4)
     0.1199
     """
+    from statsmodels.stats.proportion import proportion_effectsize  # statsmodels: kept out of `import nlgbias`
+
     other = _toward_half(base_rate, gap)
     if not 0 <= other <= 1:
         raise ValueError(f"a gap of {gap:g} from base rate {base_rate:g} leaves [0, 1]")
@@ -63,6 +63,8 @@ def continuity(n_a: int, n_b: int) -> float:
 def detectable_h(n_a: int, n_b: int, alpha: float, power: float = POWER) -> float:
     """The smallest Cohen's h the two-sided z test at ``alpha`` detects with ``power`` at these n
     (``NormalIndPower.solve_power``, no continuity correction)."""
+    from statsmodels.stats.power import NormalIndPower  # statsmodels: kept out of `import nlgbias`
+
     h = NormalIndPower().solve_power(effect_size=None, nobs1=n_a, alpha=alpha, power=power, ratio=n_b / n_a,
                                      alternative="two-sided")
     return float(np.asarray(h).item())
@@ -89,6 +91,8 @@ def detectable_gap(n_a: int, n_b: int, *, base_rate: float, alpha: float, power:
 def gap_power(gap: float, n_a: int, n_b: int, *, base_rate: float, alpha: float) -> float:
     """Approximate power of the two-sided test at ``alpha`` for a gap of ``gap`` from ``base_rate``
     (the gap less :func:`continuity`, on the arcsine scale)."""
+    from statsmodels.stats.power import NormalIndPower  # statsmodels: kept out of `import nlgbias`
+
     h = effect_size(max(gap - continuity(n_a, n_b), 0.0), base_rate=base_rate)
     return float(NormalIndPower().power(effect_size=h, nobs1=n_a, alpha=alpha, ratio=n_b / n_a,
                                         alternative="two-sided"))
@@ -101,6 +105,8 @@ def samples_for_gap(gap: float, *, base_rate: float, alpha: float, power: float 
     Starts from statsmodels' uncorrected n with the continuity correction of Fleiss et al.
     (``n/4 (1 + sqrt(1 + 4 / (n gap)))^2``) and steps to the exact smallest n.
     """
+    from statsmodels.stats.power import NormalIndPower  # statsmodels: kept out of `import nlgbias`
+
     h = effect_size(gap, base_rate=base_rate)
     n0 = float(np.asarray(NormalIndPower().solve_power(effect_size=h, nobs1=None, alpha=alpha, power=power,
                                                        ratio=1.0, alternative="two-sided")).item())
