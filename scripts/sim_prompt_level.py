@@ -17,9 +17,9 @@ the 95% interval covers it and how often p < 0.05 when it is 0, for the sample-l
 (the default: cluster-robust t interval and t test) and ``p_fixed`` (the exact test conditional
 on the templates, which answers another question: it is not meant to hold over templates).
 
-Run from the repository root (about 4 minutes on two cores)::
+Run from the repository root (about 8 minutes on two cores; the table is in docs/statistics.md)::
 
-    python scripts/sim_prompt_level.py --reps 2000 --out docs/sim_prompt_level.md
+    python scripts/sim_prompt_level.py --reps 2000 --n-boot 500
 """
 
 from __future__ import annotations
