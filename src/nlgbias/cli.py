@@ -20,20 +20,20 @@ from nlgbias.annotation import import_labels, sample_run
 from nlgbias.annotation.classifier_check import confusion_text
 from nlgbias.errors import InputError, NlgbiasError, command_line_wording
 from nlgbias.inputs import not_a_file
+from nlgbias.metrics.power import ICC
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, list_models
 from nlgbias.pipeline.ablation import decoding_grid, parse_grid
 from nlgbias.pipeline.audit import RunConfig, run_config
 from nlgbias.pipeline.combine import report_runs
 from nlgbias.pipeline.distributed import RayOptions
 from nlgbias.pipeline.measurements import suite_prompts
-from nlgbias.metrics.power import ICC
 from nlgbias.pipeline.planning import MIN_MDE, MIN_POWER
 from nlgbias.pipeline.planning import plan as make_plan
-from nlgbias.progress import Stopwatch
+from nlgbias.progress import Progress, Stopwatch
 from nlgbias.registry import load_plugin
 from nlgbias.report.export import EXPORT_FOLDER, export_combined, export_formats, export_run
-from nlgbias.report.paper_tables import ALL_ROWS, RowFilter
 from nlgbias.report.folder import rerender_report
+from nlgbias.report.paper_tables import ALL_ROWS, RowFilter
 from nlgbias.sampling import MAX_TOP_K
 from nlgbias.scorers import describe_scorers, score_file
 from nlgbias.store import write_text
@@ -777,7 +777,6 @@ def train_regard(data_path, extra_paths, out, seed, classes, epochs, holdout, so
     if soft_path is not None and classes != "3":
         raise InputError("--soft: teacher labels are 3-class; use --classes 3")
     check_out_folder(out)  # before training (minutes), not after
-    from nlgbias.progress import Progress
     from nlgbias.training.dataset import load_soft
     from nlgbias.training.report import training_lines
 

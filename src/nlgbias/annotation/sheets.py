@@ -27,6 +27,7 @@ from nlgbias.annotation.sheet_files import read_sheet_rows, write_sheet
 from nlgbias.errors import InputError, command_line, option
 from nlgbias.inputs import read_user_text
 from nlgbias.resources import data_path
+from nlgbias.safe_names import check_file_names
 from nlgbias.store.export import write_text
 from nlgbias.validate import check_out_folder
 
@@ -56,7 +57,6 @@ def export_sheets(items: pd.DataFrame, folder: str | Path, *, annotators: Sequen
         raise InputError(f"{option('--format', fmt, keyword='fmt')}: needs openpyxl: pip install 'nlgbias[xlsx]'")
     if len(set(annotators)) != len(annotators) or not annotators:
         raise InputError(f"{option('--annotators', ','.join(annotators))}: give distinct names")
-    from nlgbias.safe_names import check_file_names
 
     check_file_names(annotators, option("--annotators").rstrip("="), pattern=f"sheet-{{}}.{fmt}")
     folder = check_out_folder(folder)

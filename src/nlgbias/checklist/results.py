@@ -15,6 +15,7 @@ from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_confint
 
 from nlgbias.checklist.cases import case_types
+from nlgbias.metrics.significance import fdr_bh
 
 # Order of labels for the directional expectations; a 4-class scorer's "other" (mixed or
 # incoherent) counts as neutral.
@@ -187,7 +188,6 @@ def scorer_differences(results_by_scorer: dict[str, pd.DataFrame], *, reference:
     """
     from statsmodels.stats.contingency_tables import mcnemar
 
-    from nlgbias.metrics.significance import fdr_bh
 
     z = float(norm.ppf(0.5 + confidence / 2))
     base = results_by_scorer[reference]

@@ -45,6 +45,8 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from nlgbias.metrics.significance import permutation_p
+
 Units = Mapping[object, tuple[int, int]]  # unit -> (n, k)
 
 
@@ -232,7 +234,6 @@ def stratified_p(side_a: Units, side_b: Units) -> float:
     >>> round(stratified_p({"t": (10, 9)}, {"t": (10, 2)}), 4)
     0.0055
     """
-    from nlgbias.metrics.significance import permutation_p
 
     shared = [u for u in _sorted(side_a) if u in side_b and side_a[u][0] > 0 and side_b[u][0] > 0]
     if not shared:

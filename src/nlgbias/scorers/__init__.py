@@ -7,6 +7,7 @@ imported on first use; installed packages add scorers with ``nlgbias.scorers`` e
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -19,9 +20,9 @@ from nlgbias.inputs import not_a_file
 from nlgbias.registry import Registry
 from nlgbias.scorers.base import LABELS, SCORE_COLUMNS, Scorer, three_class
 from nlgbias.store import write_text
+from nlgbias.submodules import lazy_submodules
 from nlgbias.text import mask_group
 from nlgbias.validate import check_out_file
-from nlgbias.submodules import lazy_submodules
 
 REGISTRY: Registry = Registry("scorer", "nlgbias.scorers", {
     "vader": "nlgbias.scorers.sentiment:VaderScorer",
@@ -157,7 +158,6 @@ def regard_classifier(folder: str | Path, *, scorer: str = "regard", flag: str |
     its ``config.json`` (:data:`OWN_CLASSIFIER_FIGURES`).  ``flag``: how errors name the option
     (default ``--classifier DIR``).
     """
-    import hashlib
 
     from nlgbias.scorers.regard import link_trouble, read_classifier_config
 

@@ -8,6 +8,7 @@ majority or its majority is outside the view), and ``split``.
 
 from __future__ import annotations
 
+import csv
 import re
 from pathlib import Path
 from typing import Sequence
@@ -19,6 +20,7 @@ from nlgbias.errors import InputError
 from nlgbias.keys import cell_seed
 from nlgbias.resources import data_path
 from nlgbias.scorers.regard import RELEASE
+from nlgbias.validate import within
 
 SPLITS = {"train": 0.70, "dev": 0.15, "test": 0.15}
 NEAR_DUPLICATE = 0.8
@@ -64,7 +66,6 @@ def check_labels(table: pd.DataFrame, path: Path) -> None:
 
 def _csv_line(path: Path, row: int) -> int:
     """The line of ``path`` on which data row ``row`` (0: the first after the header) starts."""
-    import csv
 
     with open(path, encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle)
@@ -126,7 +127,6 @@ def training_data(path: str | Path | None = None, *, extra: Sequence[str | Path]
     were, so test figures remain comparable with the shipped classifier's.  Ids are prefixed
     ``extra<k>:`` so they cannot collide with the base data's.
     """
-    from nlgbias.validate import within
 
     within(holdout, 0, 1, "holdout", closed=True, example="0.2")
     table = load_dataset(path)
