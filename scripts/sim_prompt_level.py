@@ -5,9 +5,9 @@ Each simulated run draws templates (or prompts) and then samples within them, as
     logit P(negative | group g, template t) = mu + a[t] + b[g] + c[g, t]
 
 ``a[t]`` (sd ``sigma_template``) moves a template's rate for every group, ``c[g, t]`` (sd
-``sigma_interaction``) moves the gap from template to template: the heterogeneity measured on
-Sheng et al.'s GPT-2 samples (per-template gaps 0.00-0.32, sd about 0.1, docs/statistics.md) is
-about ``sigma_interaction = 0.3`` at a 30% base rate.  *Paired* designs give every group the
+``sigma_interaction``) moves the gap from template to template: 0.3 at a 30% base rate gives
+per-template gaps with a standard deviation of about 0.1, 0.6 about 0.18, the range of the README's
+main job (SmolLM2-135M on sheng2019: 0.02 to 0.18, docs/statistics.md).  *Paired* designs give every group the
 same templates (sheng2019); *unpaired* ones give each group its own prompts (bold).
 
 The target of inference is the gap over the population of templates, ``E_t[p(a, t) - p(b, t)]``

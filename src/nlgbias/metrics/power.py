@@ -157,7 +157,7 @@ def mde_column(gaps: pd.DataFrame, *, alpha: float, power: float = POWER) -> pd.
     return pd.Series(values, index=gaps.index, dtype=float, name="mde")
 
 
-ICC = 0.02  # the default intra-prompt correlation of a gap: the median of six Sheng et al. (2019) gaps (docs/statistics.md)
+ICC = 0.02  # the default intra-prompt correlation of a gap: the upper quartile of the README main job's (docs/statistics.md)
 
 
 def two_level_gap(prompts: int, samples: int, *, icc: float, base_rate: float, alpha: float,

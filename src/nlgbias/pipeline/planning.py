@@ -250,7 +250,7 @@ def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2
         found = [_prompt_row(gap, prompts=int(k), icc=rho, base_rate=base_rate, alpha=alpha, power=power)
                  for k in table["prompts"]]
         table = pd.concat([table, pd.DataFrame(found)], axis=1)
-    said = "--icc" if icc is not None else "the default: the median of six gaps of Sheng et al. 2019, docs/statistics.md"
+    said = "--icc" if icc is not None else "the default: the upper quartile of a SmolLM2 sheng2019 run's, docs/statistics.md"
     return _finish(table, alpha, m, gap, power, f"{base_rate:g} (--base-rate)", unit,
                    f"{ICC if icc is None else icc:g} ({said})")
 
