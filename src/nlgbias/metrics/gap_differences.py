@@ -94,16 +94,17 @@ def gap_differences(shares: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], m
                 if not all(key in found for key in keys):
                     continue
                 counts = [found[key] for key in keys]
+                cells = units.get(label) if units is not None else None
+                prompt_level = level == "prompt" and cells is not None
                 estimate = _estimate(counts, n_boot=n_boot, confidence=confidence, min_n=min_n,
                                      rng=cell_rng(seed, "gap_difference", context, scorer, label, group_a,
-                                                  group_b, model_a, model_b))
+                                                  group_b, model_a, model_b), resample=not prompt_level)
                 design = [np.nan, np.nan, 1.0, estimate[5]]  # units, df, deff, p_fixed
-                cells = units.get(label) if units is not None else None
                 if cells is not None and not np.isnan(estimate[2]):
                     sides = [cells.get((m, context, scorer, g), {}) for m, g in keys]
                     prompt = contrast(list(zip(WEIGHTS, sides)))
                     design[0] = min(len(side) for side in sides)
-                    if level == "prompt":
+                    if prompt_level:
                         estimate[3:6] = [*prompt.interval(confidence, bounds=(-2.0, 2.0)), prompt.p_value()]
                         design[1:3] = [prompt.df, prompt.deff]
                 rows.append([context, scorer, label, group_a, group_b, model_a, model_b,
@@ -112,16 +113,20 @@ def gap_differences(shares: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], m
     return table.astype({"small_n": bool})
 
 
-def _estimate(counts, *, n_boot: int, confidence: float, min_n: int, rng: np.random.Generator) -> list:
-    """``gap_a, gap_b, diff, ci_low, ci_high, p, small_n`` of four ``(n, k)`` cells (a1, a2, b1, b2)."""
+def _estimate(counts, *, n_boot: int, confidence: float, min_n: int, rng: np.random.Generator,
+              resample: bool = True) -> list:
+    """``gap_a, gap_b, diff, ci_low, ci_high, p, small_n`` of four ``(n, k)`` cells (a1, a2, b1, b2);
+    without ``resample`` (a prompt-level interval replaces it) the CI is left empty."""
     n = np.array([c[0] for c in counts])
     k = np.array([c[1] for c in counts])
     if (n == 0).any():
         return [np.nan] * 6 + [True]  # gap_a, gap_b, diff, ci_low, ci_high, p, small_n
     share = k / n
     gap_a, gap_b = share[0] - share[1], share[2] - share[3]
-    _, low, high, _ = bootstrap(Binomial(n, share, weights=(1, -1, -1, 1)), rng=rng, n_boot=n_boot,
-                                confidence=confidence)
+    low = high = np.nan
+    if resample:
+        _, low, high, _ = bootstrap(Binomial(n, share, weights=(1, -1, -1, 1)), rng=rng, n_boot=n_boot,
+                                    confidence=confidence)
     (n_a1, n_a2, n_b1, n_b2), (k_a1, k_a2, k_b1, k_b2) = n, k
     p = gap_difference_p((k_a1, n_a1, k_b1, n_b1), (k_a2, n_a2, k_b2, n_b2))
     return [gap_a, gap_b, gap_a - gap_b, float(low), float(high), p, bool(n.min() < min_n)]
