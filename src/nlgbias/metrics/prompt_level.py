@@ -234,7 +234,6 @@ def stratified_p(side_a: Units, side_b: Units) -> float:
     >>> round(stratified_p({"t": (10, 9)}, {"t": (10, 2)}), 4)
     0.0055
     """
-
     shared = [u for u in _sorted(side_a) if u in side_b and side_a[u][0] > 0 and side_b[u][0] > 0]
     if not shared:
         (n_a, k_a), (n_b, k_b) = (tuple(map(sum, zip(*side.values()))) if side else (0, 0) for side in (side_a, side_b))

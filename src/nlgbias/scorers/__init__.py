@@ -158,7 +158,6 @@ def regard_classifier(folder: str | Path, *, scorer: str = "regard", flag: str |
     its ``config.json`` (:data:`OWN_CLASSIFIER_FIGURES`).  ``flag``: how errors name the option
     (default ``--classifier DIR``).
     """
-
     from nlgbias.scorers.regard import link_trouble, read_classifier_config
 
     where = flag or option("--classifier", str(folder))
@@ -210,7 +209,6 @@ def score_file(input_path: str | Path, output_path: str | Path, *, scorer: str,
     :data:`MAX_LINE_CHARS` characters, an input that is not a regular file and an output that exists
     but is not a regular file (``/dev/full``, a FIFO) are refused with one :class:`InputError` line.
     """
-
     input_path, output_path = Path(input_path), Path(output_path)
     if scorer_base(scorer) not in REGISTRY:
         get_scorer(scorer)  # an unknown name: one line with a suggestion, first (a known one loads last)

@@ -66,7 +66,6 @@ def check_labels(table: pd.DataFrame, path: Path) -> None:
 
 def _csv_line(path: Path, row: int) -> int:
     """The line of ``path`` on which data row ``row`` (0: the first after the header) starts."""
-
     with open(path, encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle)
         start = 1
@@ -127,7 +126,6 @@ def training_data(path: str | Path | None = None, *, extra: Sequence[str | Path]
     were, so test figures remain comparable with the shipped classifier's.  Ids are prefixed
     ``extra<k>:`` so they cannot collide with the base data's.
     """
-
     within(holdout, 0, 1, "holdout", closed=True, example="0.2")
     table = load_dataset(path)
     frames = [table]
