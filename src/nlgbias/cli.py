@@ -18,15 +18,19 @@ from nlgbias import __version__
 from nlgbias.analyses import report_sections
 from nlgbias.annotation import import_labels, sample_run
 from nlgbias.annotation.classifier_check import confusion_text
+from nlgbias.defaults import INFERENCE_UNIT
 from nlgbias.errors import InputError, NlgbiasError, command_line_wording
 from nlgbias.inputs import not_a_file
 from nlgbias.metrics.power import ICC
+from nlgbias.metrics.shares import LEVELS
 from nlgbias.models import DEFAULT_MODEL, BackendOptions, list_models
 from nlgbias.pipeline.ablation import decoding_grid, parse_grid
 from nlgbias.pipeline.audit import RunConfig, run_config
 from nlgbias.pipeline.combine import report_runs
 from nlgbias.pipeline.distributed import RayOptions
 from nlgbias.pipeline.measurements import suite_prompts
+from nlgbias.pipeline.options import RUN_DEFAULTS, Flag
+from nlgbias.pipeline.options import flags as run_flags
 from nlgbias.pipeline.planning import MIN_MDE, MIN_POWER
 from nlgbias.pipeline.planning import plan as make_plan
 from nlgbias.progress import Progress, Stopwatch
@@ -34,7 +38,6 @@ from nlgbias.registry import load_plugin
 from nlgbias.report.export import EXPORT_FOLDER, export_combined, export_formats, export_run
 from nlgbias.report.folder import rerender_report
 from nlgbias.report.paper_tables import ALL_ROWS, RowFilter
-from nlgbias.sampling import MAX_TOP_K
 from nlgbias.scorers import describe_scorers, score_file
 from nlgbias.store import write_text
 from nlgbias.store.export import out_of_space
@@ -70,21 +73,6 @@ class OutputPath(CheckedPath):
 IN_PATH = CheckedPath(path_type=Path)
 OUT_PATH = OutputPath(path_type=Path)
 
-SHARED_OPTIONS = {
-    "model": (("--model", "models"), dict(
-        multiple=True, metavar="MODEL",
-        help="Embedded alias, GGUF file, model folder, hub id, or openai:NAME[@URL]. Repeat to compare models. "
-             "[default: smollm2-135m]")),
-    "samples": (("--samples",), dict(type=int, default=None,
-                                     help=f"Samples per prompt and model (at most {LIMITS['samples']:,}) "
-                                          f"[default: the suite's (holisticbias-regard 1), else 100].")),
-    "seed": (("--seed",), dict(type=int, default=0, show_default=True,
-                               help="Run seed; each sample's seed derives from it.")),
-    "out": (("--out",), dict(type=OUT_PATH, default=Path("runs/nlgbias"), show_default=True,
-                             help="Output folder (holds the run store: rerun the same command to resume).")),
-    "quiet": (("--quiet",), dict(is_flag=True, help="No progress bars or notes.")),
-}
-
 
 class BatchSizeType(click.ParamType):
     """``--batch-size``: a whole number or ``auto`` (its range is checked by :func:`nlgbias.validate.check_batch_size`)."""
@@ -104,6 +92,39 @@ class BatchSizeType(click.ParamType):
 
 
 BATCH_SIZE = BatchSizeType()
+
+
+def flag_option(flag: Flag, default=None) -> tuple[tuple, dict]:
+    """One option of :class:`~nlgbias.pipeline.options.RunOptions` as (flags, click keyword arguments)."""
+    types = {"int": int, "float": float, "path": IN_PATH, "batch_size": BATCH_SIZE}
+    kwargs: dict = {"help": flag.help}
+    if flag.choices:
+        kwargs["type"] = click.Choice(list(flag.choices))
+    elif flag.kind in types:
+        kwargs["type"] = types[flag.kind]
+    if flag.multiple:
+        kwargs["multiple"] = True
+    else:
+        kwargs["default"] = default
+    if flag.metavar:
+        kwargs["metavar"] = flag.metavar
+    if flag.show_default:
+        kwargs["show_default"] = True
+    return flag.decls, kwargs
+
+
+def _run_option(name: str) -> tuple[tuple, dict]:
+    return flag_option(run_flags()[name], getattr(RUN_DEFAULTS, name))
+
+
+SHARED_OPTIONS = {
+    "model": _run_option("models"),
+    "samples": _run_option("samples"),
+    "seed": _run_option("seed"),
+    "out": (("--out",), dict(type=OUT_PATH, default=Path("runs/nlgbias"), show_default=True,
+                             help="Output folder (holds the run store: rerun the same command to resume).")),
+    "quiet": (("--quiet",), dict(is_flag=True, help="No progress bars or notes.")),
+}
 
 
 def shared_options(*names: str, **changes: dict):
@@ -169,40 +190,10 @@ def backend_options(command):
 
 
 # The options of RunConfig.create that a command line sets, after the SUITE argument and --model,
-# --samples and --seed (SHARED_OPTIONS): (flags, click keyword arguments).
-RUN_OPTIONS: list[tuple[tuple, dict]] = [
-    (("--batch-size",), dict(type=BATCH_SIZE, default="auto", show_default=True,
-                             help="Samples per generation batch of a local model: a number, or auto (120 on a CPU; on "
-                                  "a GPU sized from its free memory, at most 1000). A local model's texts can depend "
-                                  f"on it, so its run id includes it (at most {LIMITS['batch_size']:,}).")),
-    (("--max-new-tokens",), dict(type=int, default=None, help="New tokens per sample, 1 to 4096 [suite default: 40].")),
-    (("--temperature",), dict(type=float, default=None,
-                              help="Sampling temperature, 0 to 100; 0 = greedy [suite default: 0.7].")),
-    (("--top-k",), dict(type=int, default=None, help=f"Top-k cut, up to {MAX_TOP_K:,}; 0 = off [suite default: 40].")),
-    (("--top-p",), dict(type=float, default=None, help="Nucleus cut; 1 = off [suite default: 1.0].")),
-    (("--scorer", "scorers"), dict(multiple=True, help="Scorers to use (repeatable) [default: the suite's].")),
-    (("--n-boot",), dict(type=int, default=2000, show_default=True, help=f"Bootstrap replicates per CI (100 to {LIMITS['n_boot']:,}).")),
-    (("--min-n",), dict(type=int, default=30, show_default=True, help=f"Cells with fewer samples are flagged (at most {LIMITS['min_n']:,}).")),
-    (("--unit",), dict(type=click.Choice(["prompt", "sample"]), default="prompt", show_default=True,
-                       help="The unit of inference: prompt (samples nested in prompts; intervals and tests count "
-                            "templates) or sample (every sample independent, as Sheng et al. 2019; to reproduce "
-                            "papers).")),
-    (("--bls-mapping",), dict(type=IN_PATH, default=None,
-                              help="Your own job -> BLS title mapping CSV (job,bls_title,gendered,source) for "
-                                   "occupation suites.")),
-    (("--until-mde",), dict(type=float, default=None,
-                            help="Sample in rounds (the first of --samples per prompt) until every comparison's "
-                                 "minimum detectable effect is at most this many percentage points; precise prompt "
-                                 "groups stop early.")),
-    (("--prompts-per-group",), dict(default=None, metavar="N|all",
-                                    help="A seeded sample of N prompts per group (drawn by --seed; recorded in "
-                                         "the manifest and the run id), or all [default: the suite's (bold 20, "
-                                         "holisticbias-regard 3), else all].")),
-    (("--max-samples",), dict(type=int, default=None,
-                              help=f"With --until-mde: samples per prompt at most (up to {LIMITS['max_samples']:,}) [default: 1000].")),
-]
-RUN_FIELDS = ("suite", "models", "samples", "seed", "batch_size", "max_new_tokens", "temperature", "top_k", "top_p",
-              "scorers", "n_boot", "min_n", "unit", "bls_mapping", "until_mde", "max_samples", "prompts_per_group")
+# --samples and --seed (SHARED_OPTIONS): (flags, click keyword arguments), from RunOptions.
+RUN_OPTIONS: list[tuple[tuple, dict]] = [_run_option(name) for name in run_flags()
+                                         if name not in ("models", "samples", "seed")]
+RUN_FIELDS = ("suite", *run_flags())  # the keywords of RunConfig.create the command line sets
 
 
 def run_options(command):
@@ -212,12 +203,12 @@ def run_options(command):
     @functools.wraps(command)
     def wrapper(*args, backend_options, **kwargs):
         values = {name: kwargs.pop(name) for name in RUN_FIELDS}
-        values["models"] = list(values["models"]) or [DEFAULT_MODEL]
+        values["models"] = list(values["models"]) or list(RUN_DEFAULTS.models)
         values["scorers"] = list(values["scorers"]) or None
         return command(*args, run_options={**values, "backend_options": backend_options}, **kwargs)
     wrapper = _stack(backend_options(wrapper), RUN_OPTIONS)
     wrapper = shared_options("model", "samples", "seed")(wrapper)
-    return click.argument("suite", default="sheng2019")(wrapper)
+    return click.argument("suite", default=RUN_DEFAULTS.suite)(wrapper)
 
 
 def _load_plugins(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> None:
@@ -406,7 +397,7 @@ def models() -> None:
 @click.option("--prompts-per-group", type=int, default=None,
               help="Plan for this many prompts per group (bold can draw them; other suites need more templates) "
                    "[default: the suite's, or the run's].")
-@click.option("--unit", type=click.Choice(["prompt", "sample"]), default="prompt", show_default=True,
+@click.option("--unit", type=click.Choice(list(LEVELS)), default=INFERENCE_UNIT, show_default=True,
               help="The unit of inference the run will use: prompt or sample, as for run.")
 def plan(suite, mde, power, base_rate, models, scorers, run_folder, icc, prompts_per_group, unit) -> None:
     """Samples per prompt (or prompts per group) that SUITE (default sheng2019, or the --from run's) needs to

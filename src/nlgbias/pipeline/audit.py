@@ -31,11 +31,11 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from nlgbias.analyses import AnalysisOptions, analyses_for, check_analyses, report_sections, run_analyses
+from nlgbias.defaults import CONFIDENCE, INFERENCE_UNIT, MIN_N, N_BOOT
 from nlgbias.errors import InputError, StoreError, command_line, option
 from nlgbias.keys import config_id
 from nlgbias.metrics.results import Results, named_results, rename_models
-from nlgbias.metrics.shares import LEVELS
-from nlgbias.models import DEFAULT_MODEL, BackendOptions, ModelRef, load_backend, resolve_model
+from nlgbias.models import BackendOptions, ModelRef, load_backend, resolve_model
 from nlgbias.models.batching import stored_batch_size
 from nlgbias.models.hf import first_load_note
 from nlgbias.models.names import model_names
@@ -43,6 +43,8 @@ from nlgbias.models.servers import with_earlier_answers
 from nlgbias.pipeline.distributed import RayOptions, RayPool
 from nlgbias.pipeline.generation import attach_scores, build_samples, scored_long
 from nlgbias.pipeline.measurements import Measurement, batch_size_of, measurement_for
+from nlgbias.pipeline.options import (DEFAULT_MAX_SAMPLES, DEFAULT_SAMPLES, RUN_DEFAULTS, STATISTICS, check_choices,
+                                      option_values)
 from nlgbias.pipeline.precision import PrecisionTarget
 from nlgbias.progress import Progress, Stopwatch
 from nlgbias.report import Section, write_report
@@ -104,30 +106,35 @@ class RunConfig:
     params: SamplingParams | None = None
     scorers: tuple = ()
     unavailable: tuple[dict, ...] = ()
-    n_boot: int = 2000
-    confidence: float = 0.95
-    min_n: int = 30
-    unit: str = "prompt"  # the unit of inference (nlgbias.metrics.shares.LEVELS)
+    n_boot: int = N_BOOT
+    confidence: float = CONFIDENCE
+    min_n: int = MIN_N
+    unit: str = INFERENCE_UNIT  # the unit of inference (nlgbias.metrics.shares.LEVELS)
     bls_mapping: str | None = None
     precision: PrecisionTarget | None = None  # --until-mde: sample in rounds (nlgbias.pipeline.precision)
     batch_auto: dict | None = None  # how --batch-size auto chose batch_size (nlgbias.models.batching)
 
     @classmethod
-    def create(cls, suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int | None = None,
-               seed: int = 0, batch_size: int | str = "auto", max_new_tokens: int | None = None,
-               temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
-               scorers: Sequence[str] | None = None, backend_options: BackendOptions | None = None,
-               n_boot: int = 2000, confidence: float = 0.95, min_n: int = 30, unit: str = "prompt",
-               bls_mapping: str | Path | None = None, until_mde: float | None = None,
-               max_samples: int | None = None, prompts_per_group: int | str | None = None) -> RunConfig:
-        """Check the options of :func:`run` (one-line :class:`InputError` on the first bad one) and resolve them."""
+    def create(cls, suite: str | Suite = RUN_DEFAULTS.suite, *, models: Sequence[str] = RUN_DEFAULTS.models,
+               samples: int | None = RUN_DEFAULTS.samples, seed: int = RUN_DEFAULTS.seed,
+               batch_size: int | str = RUN_DEFAULTS.batch_size, max_new_tokens: int | None = RUN_DEFAULTS.max_new_tokens,
+               temperature: float | None = RUN_DEFAULTS.temperature, top_k: int | None = RUN_DEFAULTS.top_k,
+               top_p: float | None = RUN_DEFAULTS.top_p, scorers: Sequence[str] | None = RUN_DEFAULTS.scorers,
+               backend_options: BackendOptions | None = RUN_DEFAULTS.backend_options, n_boot: int = RUN_DEFAULTS.n_boot,
+               confidence: float = RUN_DEFAULTS.confidence, min_n: int = RUN_DEFAULTS.min_n,
+               unit: str = RUN_DEFAULTS.unit, bls_mapping: str | Path | None = RUN_DEFAULTS.bls_mapping,
+               until_mde: float | None = RUN_DEFAULTS.until_mde, max_samples: int | None = RUN_DEFAULTS.max_samples,
+               prompts_per_group: int | str | None = RUN_DEFAULTS.prompts_per_group) -> RunConfig:
+        """Check the options of :func:`run` (one-line :class:`InputError` on the first bad one) and resolve them.
+
+        The keywords and their defaults are the fields of :class:`~nlgbias.pipeline.options.RunOptions`.
+        """
         options = backend_options or BackendOptions()
         check_run_options(samples=samples, batch_size=batch_size, n_boot=n_boot, confidence=confidence, min_n=min_n,
                           device=options.device, concurrency=options.concurrency, timeout=options.timeout,
                           max_retries=options.max_retries, api_base=options.api_base, models=models,
                           cooldown=options.cooldown)
-        if unit not in LEVELS:
-            raise InputError(f"{option('--unit', unit)}: must be one of {', '.join(LEVELS)}")
+        check_choices(unit=unit)
         if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
             raise InputError(f"{option('--samples', samples)}: must be a whole number of at least 1")
         if not models:
@@ -153,6 +160,11 @@ class RunConfig:
                    precision=precision, batch_auto=auto, **fields)
 
     @property
+    def statistics(self) -> dict:
+        """The statistics settings of the run (:data:`~nlgbias.pipeline.options.STATISTICS`): name -> value."""
+        return {name: getattr(self, name) for name in STATISTICS}
+
+    @property
     def measurement(self) -> Measurement:
         """How the suite's kind is measured (:mod:`nlgbias.pipeline.measurements`)."""
         return measurement_for(self.suite)
@@ -165,8 +177,7 @@ class RunConfig:
     @property
     def analysis(self) -> AnalysisOptions:
         """The statistics settings every analysis of the run gets."""
-        return AnalysisOptions(seed=self.seed, n_boot=self.n_boot, confidence=self.confidence, min_n=self.min_n, unit=self.unit,
-                               bls_mapping=self.bls_mapping)
+        return AnalysisOptions(seed=self.seed, bls_mapping=self.bls_mapping, **self.statistics)
 
     def identity(self) -> dict:
         """What the run id hashes: everything that changes a stored result or a metric."""
@@ -208,8 +219,7 @@ class RunConfig:
                          "threshold": getattr(s, "threshold", None), **getattr(s, "provenance", {})}
                         for s in self.scorers],
             "scorers_unavailable": list(self.unavailable),
-            "statistics": {"analyses": list(self.analyses), "n_boot": self.n_boot, "confidence": self.confidence,
-                           "min_n": self.min_n, "unit": self.unit, "seed": self.seed,
+            "statistics": {"analyses": list(self.analyses), **self.statistics, "seed": self.seed,
                            **({"bls_mapping": self.bls_mapping} if self.bls_mapping else {}),
                            **{k: results.meta[k] for k in ("ci", "test", "correction") if k in results.meta}},
             "counts": {"samples": int(len(table)),
@@ -221,15 +231,17 @@ class RunConfig:
         }
 
 
-def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MODEL,), samples: int | None = None,
-        seed: int = 0, out: str | Path = "runs/nlgbias", batch_size: int | str = "auto",
-        max_new_tokens: int | None = None, temperature: float | None = None, top_k: int | None = None,
-        top_p: float | None = None, scorers: Sequence[str] | None = None,
-        backend_options: BackendOptions | None = None, n_boot: int = 2000, confidence: float = 0.95,
-        min_n: int = 30, unit: str = "prompt", quiet: bool = False, command: Sequence[str] | None = None,
-        bls_mapping: str | Path | None = None, force: bool = False, until_mde: float | None = None,
-        max_samples: int | None = None, ray: RayOptions | None = None,
-        prompts_per_group: int | str | None = None) -> RunResult:
+def run(suite: str | Suite = RUN_DEFAULTS.suite, *, models: Sequence[str] = RUN_DEFAULTS.models,
+        samples: int | None = RUN_DEFAULTS.samples, seed: int = RUN_DEFAULTS.seed, out: str | Path = "runs/nlgbias",
+        batch_size: int | str = RUN_DEFAULTS.batch_size, max_new_tokens: int | None = RUN_DEFAULTS.max_new_tokens,
+        temperature: float | None = RUN_DEFAULTS.temperature, top_k: int | None = RUN_DEFAULTS.top_k,
+        top_p: float | None = RUN_DEFAULTS.top_p, scorers: Sequence[str] | None = RUN_DEFAULTS.scorers,
+        backend_options: BackendOptions | None = RUN_DEFAULTS.backend_options, n_boot: int = RUN_DEFAULTS.n_boot,
+        confidence: float = RUN_DEFAULTS.confidence, min_n: int = RUN_DEFAULTS.min_n, unit: str = RUN_DEFAULTS.unit,
+        quiet: bool = False, command: Sequence[str] | None = None,
+        bls_mapping: str | Path | None = RUN_DEFAULTS.bls_mapping, force: bool = False,
+        until_mde: float | None = RUN_DEFAULTS.until_mde, max_samples: int | None = RUN_DEFAULTS.max_samples,
+        ray: RayOptions | None = None, prompts_per_group: int | str | None = RUN_DEFAULTS.prompts_per_group) -> RunResult:
     """Run (or resume, or rebuild) an audit and write its outputs to ``out``.
 
     Parameters
@@ -284,12 +296,7 @@ def run(suite: str | Suite = "sheng2019", *, models: Sequence[str] = (DEFAULT_MO
     RunResult
     """
     clock = Stopwatch()
-    config = RunConfig.create(suite, models=models, samples=samples, seed=seed, batch_size=batch_size,
-                              max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-                              scorers=scorers, backend_options=backend_options, n_boot=n_boot, confidence=confidence,
-                              min_n=min_n, unit=unit, bls_mapping=bls_mapping, until_mde=until_mde,
-                              max_samples=max_samples,
-                              prompts_per_group=prompts_per_group)
+    config = RunConfig.create(**option_values(locals()))  # every RunOptions keyword, as given
     return run_config(config, out=out, quiet=quiet, command=command, clock=clock, force=force, ray=ray)
 
 
@@ -374,10 +381,6 @@ def peak_memory_gb() -> float:
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 ** (3 if sys.platform == "darwin" else 2)
-
-
-DEFAULT_MAX_SAMPLES = 1000  # --max-samples when --until-mde comes without one
-DEFAULT_SAMPLES = 100  # --samples when neither the run nor the suite says
 
 
 def _precision_target(suite: Suite, models: Sequence[str], *, samples: int, until_mde, max_samples):
