@@ -11,6 +11,7 @@ default); the ratio is the price of counting prompts.
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -34,6 +35,7 @@ def scored(groups: int, prompts: int, samples: int, scorers: int, shared: bool, 
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # no options; --help says what it times
     for name, shape in (("sheng2019-like", (6, 5, 1000, 3, True)), ("bold-like", (43, 550, 1, 5, False))):
         table = scored(*shape)
         comparisons = [(f"g{i}", f"g{i + 1}") for i in range(shape[0] - 1)]
