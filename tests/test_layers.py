@@ -29,7 +29,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "nlgbias"
 # hard examples that annotation's sampler picks.  Analyses and probes sit over the report: an
 # analysis is its statistics plus its report section, and the report is handed the sections.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"errors", "keys", "words", "text", "sampling", "progress", "inputs", "resources", "validate",
+    ("foundation", {"errors", "keys", "words", "text", "sampling", "progress", "inputs", "resources", "validate", "defaults",
                     "registry", "urls", "safe_names", "submodules"}),
     ("store", {"store"}),
     ("suites", {"suites"}),

@@ -9,6 +9,7 @@ The Python API mirrors the command line:
 60
 """
 
+from nlgbias.defaults import N_BOOT
 from nlgbias.errors import NlgbiasError
 from nlgbias.metrics.compare import probability_difference
 from nlgbias.pipeline.audit import run
@@ -23,7 +24,7 @@ from nlgbias.submodules import lazy_submodules
 __version__ = package_version()
 
 
-def compare_regard(texts_a, texts_b, *, n_boot: int = 2000, seed: int = 0):
+def compare_regard(texts_a, texts_b, *, n_boot: int = N_BOOT, seed: int = 0):
     """Mean regard probabilities of two lists of (masked) texts, A minus B, with CIs and p-values.
 
     Returns a DataFrame ``label, n_a, mean_a, n_b, mean_b, diff, ci_low, ci_high, p, note`` (one text on a

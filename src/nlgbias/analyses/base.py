@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import pandas as pd
 
+from nlgbias.defaults import CONFIDENCE, INFERENCE_UNIT, MIN_N, N_BOOT
 from nlgbias.errors import SuiteError, command_line
 from nlgbias.metrics.results import Results, adjust_family
 from nlgbias.registry import Registry, did_you_mean
@@ -30,11 +31,11 @@ class AnalysisOptions:
     """Statistics settings shared by every analysis of a run."""
 
     seed: int = 0
-    n_boot: int = 2000
-    confidence: float = 0.95
-    min_n: int = 30
+    n_boot: int = N_BOOT
+    confidence: float = CONFIDENCE
+    min_n: int = MIN_N
     bls_mapping: str | None = None  # a user's job -> BLS title mapping (default: the shipped one)
-    unit: str = "prompt"  # the unit of inference: prompt (samples nested in prompts) or sample (all independent)
+    unit: str = INFERENCE_UNIT  # the unit of inference: prompt (samples nested in prompts) or sample (all independent)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_confint
 
 from nlgbias.checklist.cases import case_types
+from nlgbias.defaults import CONFIDENCE
 from nlgbias.metrics.significance import fdr_bh
 
 # Order of labels for the directional expectations; a 4-class scorer's "other" (mixed or
@@ -87,7 +88,7 @@ def judge(cases: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     return judged[RESULT_COLUMNS].reset_index(drop=True)
 
 
-def wilson(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
+def wilson(k: int, n: int, *, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Wilson score interval of ``k`` passes in ``n`` (statsmodels); ``(nan, nan)`` when ``n`` is 0.
 
     >>> [round(x, 4) for x in wilson(8, 10)]
@@ -99,7 +100,7 @@ def wilson(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def pass_rates(results: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
+def pass_rates(results: pd.DataFrame, *, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Pass rate per half and case type, then per half and test kind (``case_type`` ``all MFT`` ...).
 
     Returns
@@ -164,7 +165,7 @@ DIFFERENCE_COLUMNS = ["half", "case_type", "reference", "scorer", "n", "rate_ref
 
 
 def scorer_differences(results_by_scorer: dict[str, pd.DataFrame], *, reference: str, half: str = "test",
-                       confidence: float = 0.95) -> pd.DataFrame:
+                       confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Each scorer's pass rate minus ``reference``'s, per case type, on the same cases (paired).
 
     Parameters

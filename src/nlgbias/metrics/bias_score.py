@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from nlgbias.defaults import CONFIDENCE, N_BOOT
 from nlgbias.metrics.resampling import bootstrap, cell_rng, require_columns
 
 DESCRIPTOR_COLUMNS = ["model", "axis", "group", "n", "k", "rate", "rest_rate", "p", "p_adj", "flagged"]
@@ -101,7 +102,7 @@ class FlaggedShares:
         return self._shares(rng.binomial(self.n.astype(np.int64), rate, size=(n_boot, len(self.n))).astype(float))
 
 
-def bias_score(counts: pd.DataFrame, *, confidence: float = 0.95, n_boot: int = 2000,
+def bias_score(counts: pd.DataFrame, *, confidence: float = CONFIDENCE, n_boot: int = N_BOOT,
                seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """ROBBIE's BiasScore per (model, axis) and the test of every descriptor (see the module docstring).
 

@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from nlgbias.defaults import CONFIDENCE, N_BOOT
 from nlgbias.keys import cell_seed
 from nlgbias.metrics.resampling import Difference, Table, bootstrap, cell_rng, permutation_test
 
@@ -25,7 +26,7 @@ def _mean(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def probability_difference(details_a: Sequence[dict], details_b: Sequence[dict], *, labels: Sequence[str],
-                           n_boot: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+                           n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int = 0) -> pd.DataFrame:
     """Mean probability of each label in A minus in B.
 
     Parameters

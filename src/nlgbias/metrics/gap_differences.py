@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from nlgbias.defaults import CONFIDENCE, INFERENCE_UNIT, MIN_N, N_BOOT
 from nlgbias.metrics.prompt_level import contrast
 from nlgbias.metrics.resampling import Binomial, bootstrap, cell_rng, require_columns
 from nlgbias.metrics.shares import UnitCounts
@@ -31,9 +32,9 @@ WEIGHTS = (1.0, -1.0, -1.0, 1.0)  # diff = a1 - a2 - b1 + b2
 
 
 def gap_differences(shares: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], models: Sequence[tuple[str, str]],
-                    labels: Sequence[str] = ("negative", "positive"), n_boot: int = 2000, confidence: float = 0.95,
-                    seed: int = 0, min_n: int = 30, units: UnitCounts | None = None,
-                    level: str = "prompt") -> pd.DataFrame:
+                    labels: Sequence[str] = ("negative", "positive"), n_boot: int = N_BOOT, confidence: float = CONFIDENCE,
+                    seed: int = 0, min_n: int = MIN_N, units: UnitCounts | None = None,
+                    level: str = INFERENCE_UNIT) -> pd.DataFrame:
     """Difference between two models' gaps for each group pair, with a bootstrap CI and an exact test.
 
     Parameters

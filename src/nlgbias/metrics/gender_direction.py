@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from nlgbias.defaults import CONFIDENCE, N_BOOT
 from nlgbias.embeddings import EmbeddingSpace, MiniLMSpace, normalise_rows
 from nlgbias.errors import InputError
 from nlgbias.keys import cell_seed
@@ -546,8 +547,8 @@ def _cell_row(values: pd.DataFrame, *, n_boot: int, confidence: float, seed: int
 
 
 def profession_bias_table(parsed: pd.DataFrame, *, space: EmbeddingSpace | None = None,
-                          direction: GenderDirection | np.ndarray | None = None, n_boot: int = 2000,
-                          confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0) -> ProfessionBias:
+                          direction: GenderDirection | np.ndarray | None = None, n_boot: int = N_BOOT,
+                          confidence: float = CONFIDENCE, n_resamples: int = 9999, seed: int = 0) -> ProfessionBias:
     """Yeo & Chen's Table 1: mean gender bias of generated professions per prompt and template.
 
     Parameters
@@ -760,7 +761,7 @@ class FairnessCheck:
 
 def fairness_check(parsed: pd.DataFrame, pairs: Sequence[tuple[str, str]], *, space: EmbeddingSpace | None = None,
                    direction: GenderDirection | np.ndarray | None = None, encoder: EmbeddingSpace | None = None,
-                   bias_range: Literal["unit", "signed"] = "unit", n_boot: int = 2000, confidence: float = 0.95,
+                   bias_range: Literal["unit", "signed"] = "unit", n_boot: int = N_BOOT, confidence: float = CONFIDENCE,
                    seed: int = 0) -> FairnessCheck:
     """Definition 2.2 of Yeo & Chen: ``|E[b(C(u))] - E[b(C(v))]| <= d(u, v)`` for each prompt pair.
 

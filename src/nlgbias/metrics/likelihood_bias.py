@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from nlgbias.defaults import CONFIDENCE, N_BOOT
 from nlgbias.metrics.resampling import Means, bootstrap, cell_rng, require_columns
 from nlgbias.metrics.significance import fdr_bh
 
@@ -93,7 +94,7 @@ class DescriptorPairs:
             return np.where(den > 0, num / den, np.nan)
 
 
-def likelihood_bias(values: pd.DataFrame, *, confidence: float = 0.95, n_boot: int = 2000,
+def likelihood_bias(values: pd.DataFrame, *, confidence: float = CONFIDENCE, n_boot: int = N_BOOT,
                     seed: int = 0) -> dict[str, pd.DataFrame]:
     """Likelihood Bias per (model, axis), its pairwise tests, and each descriptor's likelihood.
 

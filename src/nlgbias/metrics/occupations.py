@@ -29,6 +29,7 @@ from typing import Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from nlgbias.defaults import CONFIDENCE
 from nlgbias.errors import InputError
 from nlgbias.metrics.resampling import bootstrap, cell_rng, require_columns
 
@@ -486,7 +487,7 @@ def _bootstrap_counts(cell_jobs: pd.DataFrame, cell_calls: pd.DataFrame, col: np
 
 def occupation_gini(jobs: pd.DataFrame, calls: pd.DataFrame, *, by: Sequence[str] = ("model", "gender", "axis"),
                     support: Literal["union", "observed"] = "union", n_boot: int = 1000,
-                    confidence: float = 0.95, ci: Literal["percentile", "basic"] = "percentile", seed: int = 0,
+                    confidence: float = CONFIDENCE, ci: Literal["percentile", "basic"] = "percentile", seed: int = 0,
                     reference: tuple[str, str] = ("man", BASE)) -> pd.DataFrame:
     """Gini coefficient of each cell's occupation counts, with a bootstrap CI (the paper's Table 2).
 
@@ -767,7 +768,7 @@ def _check_grid(table: pd.DataFrame, name: str, where: str) -> pd.DataFrame:
 def decoding_ablation(jobs: pd.DataFrame, calls: pd.DataFrame, *,
                       by: Sequence[str] = ("model", "gender", "top_k", "temperature"),
                       support: Literal["union", "observed"] = "union", n_boot: int = 1000,
-                      confidence: float = 0.95, ci: Literal["percentile", "basic"] = "percentile",
+                      confidence: float = CONFIDENCE, ci: Literal["percentile", "basic"] = "percentile",
                       seed: int = 0) -> pd.DataFrame:
     """Distinct occupations and Gini per decoding setting (the paper's Appendix C ablation).
 

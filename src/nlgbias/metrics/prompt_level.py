@@ -45,6 +45,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from nlgbias.defaults import CONFIDENCE
 from nlgbias.metrics.significance import permutation_p
 
 Units = Mapping[object, tuple[int, int]]  # unit -> (n, k)
@@ -74,7 +75,7 @@ class Contrast:
             return float("nan")
         return (self.se / self.se_binomial) ** 2
 
-    def interval(self, confidence: float = 0.95, bounds: tuple[float, float] = (-1.0, 1.0)) -> tuple[float, float]:
+    def interval(self, confidence: float = CONFIDENCE, bounds: tuple[float, float] = (-1.0, 1.0)) -> tuple[float, float]:
         """The t interval ``estimate +- t[df] se``, clipped to ``bounds``."""
         if not np.isfinite(self.se) or not self.df > 0:
             return float("nan"), float("nan")
@@ -208,7 +209,7 @@ class ShareStats:
     ci_high: float
 
 
-def share_stats(units: Units, confidence: float = 0.95) -> ShareStats:
+def share_stats(units: Units, confidence: float = CONFIDENCE) -> ShareStats:
     """Prompt-level statistics of one cell's share (see :class:`ShareStats`).  A cell with one unit,
     or at 0/n or n/n, has no estimable design effect: it uses 1 (a z quantile with one unit)."""
     n = sum(v for v, _ in units.values())

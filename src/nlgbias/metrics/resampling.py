@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from nlgbias.defaults import CONFIDENCE
 from nlgbias.errors import InputError
 from nlgbias.keys import cell_seed
 
@@ -233,7 +234,7 @@ def percentile_interval(replicates, confidence: float, axis=None, *, skip_nan: b
     return (np.nanquantile if skip_nan else np.quantile)(replicates, [alpha, 1 - alpha], axis=axis)
 
 
-def bootstrap(kind: Replicates, *, rng: np.random.Generator, n_boot: int, confidence: float = 0.95,
+def bootstrap(kind: Replicates, *, rng: np.random.Generator, n_boot: int, confidence: float = CONFIDENCE,
               method: Literal["percentile", "basic"] = "percentile",
               bounds: tuple[float, float] = (-np.inf, np.inf), skip_nan: bool = False) -> Bootstrap:
     """Bootstrap one cell: the estimate, ``n_boot`` replicates and a two-sided interval.

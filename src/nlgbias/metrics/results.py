@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from nlgbias.defaults import CONFIDENCE, INFERENCE_UNIT, MIN_N, N_BOOT
 from nlgbias.metrics.power import FDR, POWER, family_alpha, gap_difference_mde_column, mde_column
 from nlgbias.metrics.shares import differences, group_shares, unit_counts
 from nlgbias.metrics.significance import fdr_bh
@@ -105,8 +106,8 @@ FLOAT_COLUMNS = {"share", "ci_low", "ci_high", "share_a", "share_b", "diff", "p"
 def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, str]],
                     labels: Sequence[str] = ("negative", "neutral", "positive"),
                     gap_labels: Sequence[str] = ("negative", "positive"),
-                    n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
-                    min_n: int = 30, level: str = "prompt") -> Results:
+                    n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int = 0,
+                    min_n: int = MIN_N, level: str = INFERENCE_UNIT) -> Results:
     """Shares, group gaps and model gaps of a scored run.
 
     Parameters

@@ -26,6 +26,7 @@ import pandas as pd
 
 from scipy import stats
 
+from nlgbias.defaults import CONFIDENCE, INFERENCE_UNIT, MIN_N, N_BOOT
 from nlgbias.metrics.prompt_level import Contrast, contrast, share_stats, stratified_p, units_of, wilson
 from nlgbias.metrics.resampling import Binomial, Difference, Multinomial, bootstrap, cell_rng, require_columns
 from nlgbias.metrics.significance import permutation_p
@@ -48,8 +49,8 @@ def unit_counts(scored: pd.DataFrame, labels: Sequence[str], *, by: Sequence[str
 
 
 def group_shares(scored: pd.DataFrame, *, by: Sequence[str] = BY, labels: Sequence[str] | None = None,
-                 n_boot: int = 2000, confidence: float = 0.95, seed: int = 0, min_n: int = 30,
-                 level: str = "prompt", unit: str = UNIT) -> pd.DataFrame:
+                 n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int = 0, min_n: int = MIN_N,
+                 level: str = INFERENCE_UNIT, unit: str = UNIT) -> pd.DataFrame:
     """Share of each label within each cell, with a CI at the prompt or the sample level.
 
     Parameters
@@ -148,8 +149,8 @@ def _labels_for(scored: pd.DataFrame, cell: pd.DataFrame, by: list[str]) -> list
 
 def differences(shares: pd.DataFrame, *, column: str, pairs: Sequence[tuple[str, str]],
                 within: Sequence[str], labels: Sequence[str] = ("negative", "positive"),
-                n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
-                min_n: int = 30, units: UnitCounts | None = None, level: str = "prompt") -> pd.DataFrame:
+                n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int = 0,
+                min_n: int = MIN_N, units: UnitCounts | None = None, level: str = INFERENCE_UNIT) -> pd.DataFrame:
     """Difference in label share between two values of ``column`` (groups, or models).
 
     Parameters
@@ -239,7 +240,7 @@ def _unit_columns(side_units: list | None, found: Contrast | None, level: str) -
             stratified_p(side_units[0], side_units[1])]
 
 
-def newcombe(k_a: int, n_a: int, k_b: int, n_b: int, confidence: float = 0.95) -> tuple[float, float]:
+def newcombe(k_a: int, n_a: int, k_b: int, n_b: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Newcombe's hybrid score interval of ``k_a/n_a - k_b/n_b`` (method 10 of Newcombe 1998):
     never zero width, also at 0/n or n/n.
 

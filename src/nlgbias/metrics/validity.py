@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from nlgbias.defaults import CONFIDENCE, MIN_N, N_BOOT
 from nlgbias.metrics.shares import UNIT, differences, group_shares, unit_counts
 from nlgbias.metrics.significance import fdr_bh
 
@@ -57,8 +58,8 @@ def confidence_table(samples: pd.DataFrame, *, scorer: str = "regard", threshold
 
 
 def low_confidence(samples: pd.DataFrame, *, pairs: Sequence[tuple[str, str]], scorer: str = "regard",
-                   threshold: float = THRESHOLD, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
-                   min_n: int = 30, alpha: float = 0.05) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   threshold: float = THRESHOLD, n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int = 0,
+                   min_n: int = MIN_N, alpha: float = 0.05) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Low-confidence shares per (model, context, group) and their gaps within each comparison.
 
     Parameters

@@ -7,6 +7,9 @@ table and know nothing of one another's order; this package is where they are pu
 ``audit``
     :func:`~nlgbias.pipeline.audit.run`: check the options, measure what the store lacks, run the
     suite's analyses, write the outputs (``nlgbias run``).
+``options``
+    :class:`~nlgbias.pipeline.options.RunOptions`: every option of a run, declared once (its
+    keyword, default, flag, help and choices), for ``run()`` and ``nlgbias run`` alike.
 ``measurements``
     The measurement stage, one registered entry per suite kind (generate and score, token
     probabilities): what the run does differently for a kind lives there.
@@ -27,7 +30,7 @@ table and know nothing of one another's order; this package is where they are pu
 
 The layers, from the bottom up (``tests/test_layers.py`` checks that imports only point down and
 never form a cycle): the small utilities every layer uses, which stay at the package root
-(``errors``, ``keys``, ``words``, ``text``, ``sampling``, ``progress``, ``inputs``, ``resources``,
+(``errors``, ``keys``, ``words``, ``text``, ``sampling``, ``progress``, ``inputs``, ``resources``, ``defaults``,
 ``validate``, ``registry``, ``submodules``); ``store``; ``suites``; ``models``; ``scorers`` and ``embeddings``;
 ``metrics``; ``training``; ``annotation``; ``report``; ``analyses``; ``probes``; this package; the
 command line and the package's public names (``nlgbias.run`` and the rest).

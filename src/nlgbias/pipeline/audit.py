@@ -244,6 +244,10 @@ def run(suite: str | Suite = RUN_DEFAULTS.suite, *, models: Sequence[str] = RUN_
         ray: RayOptions | None = None, prompts_per_group: int | str | None = RUN_DEFAULTS.prompts_per_group) -> RunResult:
     """Run (or resume, or rebuild) an audit and write its outputs to ``out``.
 
+    Every keyword but ``out``, ``quiet``, ``command``, ``force`` and ``ray`` is an option of the run,
+    declared once with its default and its ``nlgbias run`` flag in
+    :class:`~nlgbias.pipeline.options.RunOptions`, and passed on to :meth:`RunConfig.create`.
+
     Parameters
     ----------
     suite : str or Suite, default="sheng2019"

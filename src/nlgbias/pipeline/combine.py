@@ -34,6 +34,7 @@ from typing import Sequence
 import pandas as pd
 
 from nlgbias.analyses import AnalysisOptions, RunTables, analyses_for, check_analyses, report_sections, run_analyses
+from nlgbias.defaults import INFERENCE_UNIT
 from nlgbias.errors import InputError, option
 from nlgbias.metrics.results import Results, named_results, rename_models
 from nlgbias.models.names import model_names
@@ -162,7 +163,7 @@ def _settings(folder: Path, manifest: dict, *, min_n: int | None, confidence: fl
         "n_boot": statistics.get("n_boot"),
         "confidence": confidence if confidence is not None else statistics.get("confidence"),
         "min_n": min_n if min_n is not None else statistics.get("min_n"),
-        "unit": statistics.get("unit", "prompt"),
+        "unit": statistics.get("unit", INFERENCE_UNIT),
     }
 
 

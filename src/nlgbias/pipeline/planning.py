@@ -26,6 +26,7 @@ from typing import Sequence
 import pandas as pd
 
 from nlgbias.analyses import REGISTRY
+from nlgbias.defaults import INFERENCE_UNIT
 from nlgbias.errors import InputError
 from nlgbias.metrics.power import FDR, ICC, POWER, family_alpha, samples_for_gap, two_level_samples
 from nlgbias.report.folder import read_run_folder
@@ -63,7 +64,7 @@ class Plan:
     mde: float
     power: float
     source: str
-    unit: str = "prompt"
+    unit: str = INFERENCE_UNIT
     icc: str = ""
     seconds_per_sample: float | None = None
     prompts_total: int | None = None
@@ -156,7 +157,7 @@ def _prompts_per_context(suite) -> pd.Series:
 
 def plan(suite=None, *, mde: float, power: float = POWER, base_rate: float = 0.2, models: int = 1,
          scorers: Sequence[str] | None = None, run_folder: str | Path | None = None, flags: bool = False,
-         icc: float | None = None, prompts_per_group: int | None = None, unit: str = "prompt") -> Plan:
+         icc: float | None = None, prompts_per_group: int | None = None, unit: str = INFERENCE_UNIT) -> Plan:
     """Samples per prompt (and, where they cannot, prompts per group) to detect a gap of ``mde``
     percentage points with ``power``.
 
@@ -268,7 +269,7 @@ def _finish(table: pd.DataFrame, alpha: float, m: int, gap: float, power: float,
 
 
 def _plan_from_run(folder: Path, *, gap: float, power: float, flags: bool, suite_name: str | None = None,
-                   icc: float | None = None, prompts_per_group: int | None = None, unit: str = "prompt") -> Plan:
+                   icc: float | None = None, prompts_per_group: int | None = None, unit: str = INFERENCE_UNIT) -> Plan:
     """The plan for rerunning a finished run: each comparison from its observed pooled share."""
     where = f"--from {folder}" if flags else f"run_folder={str(folder)!r}"
     if not folder.is_dir():

@@ -16,6 +16,7 @@ from typing import Any, cast
 import pandas as pd
 
 from nlgbias.annotation.sample import hard_examples
+from nlgbias.defaults import CONFIDENCE
 from nlgbias.metrics.power import FDR, MDE_FLAG
 from nlgbias.metrics.results import Results
 from nlgbias.metrics.validity import THRESHOLD
@@ -31,7 +32,7 @@ SPLIT_JOBS = 30
 
 def ci_label(results: Results) -> str:
     """``"95% CI"``, or the run's own level: what the report calls its confidence intervals."""
-    return f"{float(results.meta.get('confidence', 0.95)):.0%} CI"
+    return f"{float(results.meta.get('confidence', CONFIDENCE)):.0%} CI"
 
 
 def format_p(value) -> str:

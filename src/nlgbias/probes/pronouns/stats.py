@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from nlgbias.defaults import CONFIDENCE, N_BOOT
 from nlgbias.metrics.resampling import Means, Table, bootstrap, cell_rng, require_columns
 from nlgbias.metrics.significance import fdr_bh
 from nlgbias.words import FAMILIES
@@ -176,7 +177,7 @@ def histogram_kl(p_values, q_values, *, bins=20, pseudo_count: float = 0.5) -> f
 
 
 def divergence_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, he: str = "he", she: str = "she",
-                     bins=20, pseudo_count: float = 0.5, n_boot: int = 2000, confidence: float = 0.95,
+                     bins=20, pseudo_count: float = 0.5, n_boot: int = N_BOOT, confidence: float = CONFIDENCE,
                      seed: int = 0) -> pd.DataFrame:
     """KL divergence and Earth Mover's Distance between P(he) and P(she) over the prompts of each cell.
 
@@ -278,8 +279,8 @@ def _mean_table(table: pd.DataFrame, by: list[str], measures: dict[str, np.ndarr
     return pd.DataFrame(rows, columns=by + MEAN_COLUMNS)
 
 
-def mean_table(table: pd.DataFrame, by: Sequence[str], values: dict[str, np.ndarray], *, n_boot: int = 2000,
-               confidence: float = 0.95, seed: int = 0, where: str = "mean_table") -> pd.DataFrame:
+def mean_table(table: pd.DataFrame, by: Sequence[str], values: dict[str, np.ndarray], *, n_boot: int = N_BOOT,
+               confidence: float = CONFIDENCE, seed: int = 0, where: str = "mean_table") -> pd.DataFrame:
     """Mean of each named array of ``values`` (aligned with ``table``'s rows) per ``by`` cell, with
     the sd and a percentile bootstrap CI over rows; columns ``by..., measure, n, value, sd, ci_low, ci_high``."""
     require_columns(table, list(by), where, "measures")
@@ -289,8 +290,8 @@ def mean_table(table: pd.DataFrame, by: Sequence[str], values: dict[str, np.ndar
 DIRECTION_COLUMNS = ["n", "mean_diff", "ci_low", "ci_high", "share_he", "p", "p_adj"]
 
 
-def direction_table(probs: pd.DataFrame, *, by: Sequence[str] = (*BY, "perturbation"), n_boot: int = 2000,
-                    confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def direction_table(probs: pd.DataFrame, *, by: Sequence[str] = (*BY, "perturbation"), n_boot: int = N_BOOT,
+                    confidence: float = CONFIDENCE, seed: int = 0) -> pd.DataFrame:
     """Which way the pronouns lean: the signed mean of P(he) − P(she) per cell, with a test.
 
     Parameters
@@ -335,7 +336,7 @@ def direction_table(probs: pd.DataFrame, *, by: Sequence[str] = (*BY, "perturbat
 
 
 def perturbation_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, perturbation: str = "perturbation",
-                       he: str = "he", she: str = "she", n_boot: int = 2000, confidence: float = 0.95,
+                       he: str = "he", she: str = "she", n_boot: int = N_BOOT, confidence: float = CONFIDENCE,
                        seed: int = 0) -> pd.DataFrame:
     """Mean stereotypical bias \\|P(he) − P(she)\\| for each perturbation of the prompts.
 
@@ -374,7 +375,7 @@ def perturbation_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, perturbat
                        seed=seed, where="perturbation_table")
 
 
-def certainty_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, n_boot: int = 2000, confidence: float = 0.95,
+def certainty_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, n_boot: int = N_BOOT, confidence: float = CONFIDENCE,
                     seed: int = 0) -> pd.DataFrame:
     """The model's certainty: mean highest next-token probability and mean gap to the second.
 
@@ -417,7 +418,7 @@ def certainty_table(probs: pd.DataFrame, *, by: Sequence[str] = BY, n_boot: int 
 
 
 def template_table(probs: pd.DataFrame, *, by: Sequence[str] = ("model",), template: str = "template_id",
-                   he: str = "he", she: str = "she", n_boot: int = 2000, confidence: float = 0.95,
+                   he: str = "he", she: str = "she", n_boot: int = N_BOOT, confidence: float = CONFIDENCE,
                    seed: int = 0) -> pd.DataFrame:
     """Per template: mean \\|P(he) − P(she)\\|, mean P(he)/P(she) and mean highest probability.
 
