@@ -52,11 +52,11 @@ class FakeServer:
                     action = server.script.pop(0) if server.script else ("ok",)
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                self.left = False
                 try:
                     server.handle(self, action, body)
                 finally:
-                    with server.lock:
-                        server.in_flight -= 1
+                    server.leave(self)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -81,6 +81,15 @@ class FakeServer:
             self.stopped = True
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def leave(self, handler) -> None:
+        """The request of ``handler`` is no longer in flight (once): its answer is being sent, so the
+        client may already send its next request (counting it until the handler returned made a busy
+        machine see one request more than the client had in flight)."""
+        with self.lock:
+            if not handler.left:
+                handler.left = True
+                self.in_flight -= 1
 
     def handle(self, handler, action, body) -> None:
         kind = action[0]
@@ -110,6 +119,7 @@ class FakeServer:
             payload = b'{"choices": [{"text": "unterminated'
         else:
             payload = json.dumps(self.answer(body)).encode()
+        self.leave(handler)
         try:
             handler.send_response(200)
             handler.send_header("Content-Type", "application/json")
