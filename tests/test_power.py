@@ -219,3 +219,19 @@ def test_statistics_doc_states_the_plans_the_code_makes():
         result = plan("sheng2019", mde=mde, unit="sample")
         assert f"{result.table['n_per_group'].iloc[0]:,}" == n and str(result.samples_per_prompt) == spp
         assert f"{mde} points" in doc and f"needs {n} per group, {spp} samples per prompt" in doc.replace("\n", " ")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--prompts-per-group", "1"], "Error: --prompts-per-group 1: must be a whole number of at least 2"),
+    (["--prompts-per-group", "abc"], "Error: Invalid value for '--prompts-per-group': 'abc' is not a valid integer"),
+    (["--icc", "-0.1"], "Error: --icc -0.1: must be from 0 to 1"),
+    (["--icc", "nan"], "Error: --icc nan: must be a finite number"),
+    (["--unit", "x"], "Error: Invalid value for '--unit': 'x' is not one of 'prompt', 'sample'"),
+])
+def test_plan_refuses_bad_two_level_options_in_one_line(capsys, args, message):
+    with pytest.raises(SystemExit) as caught:  # main() exits 2 on bad input, with one line on stderr
+        main(["plan", "sheng2019", "--mde", "10", *args])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert caught.value.code == 2 and len(lines) == 1 and lines[0].startswith(message), err
+    assert "Traceback" not in out + err
