@@ -91,11 +91,6 @@ class Contrast:
         return float(min(1.0, 2 * stats.t.sf(abs(self.estimate) / self.se, self.df)))
 
 
-def _shrunk(n: int, k: int) -> float:
-    """The share a 0/n or n/n cell's floor variance uses: Agresti-Caffo's (k + 1) / (n + 2)."""
-    return (k + 1) / (n + 2) if k in (0, n) else k / n
-
-
 def contrast(cells: Sequence[tuple[float, Units]]) -> Contrast:
     """The prompt-level estimate of ``sum w_i share_i`` over ``cells`` = ``[(w_i, {unit: (n, k)})]``.
 
@@ -115,7 +110,7 @@ def contrast(cells: Sequence[tuple[float, Units]]) -> Contrast:
     for (w, n_cell, k_cell), p, (_, units) in zip(totals, shares, cells):
         degenerate = k_cell in (0, n_cell)
         if degenerate:
-            q = _shrunk(n_cell, k_cell)
+            q = (k_cell + 1) / (n_cell + 2)  # Agresti-Caffo's share for the floor
             within += w * w * q * (1 - q) / (n_cell + 2)
         for unit, (n, k) in units.items():
             if n <= 0:

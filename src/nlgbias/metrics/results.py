@@ -130,13 +130,13 @@ def compute_metrics(scored: pd.DataFrame, *, comparisons: Sequence[tuple[str, st
     -------
     Results
     """
+    units = unit_counts(scored, labels)  # per-template counts, once for the shares and the gaps
     shares = group_shares(scored, labels=labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n,
-                          level=level)
+                          level=level, units=units)
     empties = (scored.groupby(["model", "context", "scorer", "group"], sort=False)["is_empty"].sum()
                .rename("n_empty").reset_index())
     shares = shares.merge(empties, on=["model", "context", "scorer", "group"], how="left")
     shares["n_empty"] = shares["n_empty"].fillna(0).astype(int)
-    units = unit_counts(scored, gap_labels)
     level = level if units is not None else "sample"
     options: dict[str, Any] = dict(labels=gap_labels, n_boot=n_boot, confidence=confidence, seed=seed, min_n=min_n,
                                    units=units, level=level)

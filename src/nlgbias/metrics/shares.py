@@ -50,7 +50,7 @@ def unit_counts(scored: pd.DataFrame, labels: Sequence[str], *, by: Sequence[str
 
 def group_shares(scored: pd.DataFrame, *, by: Sequence[str] = BY, labels: Sequence[str] | None = None,
                  n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int = 0, min_n: int = MIN_N,
-                 level: str = INFERENCE_UNIT, unit: str = UNIT) -> pd.DataFrame:
+                 level: str = INFERENCE_UNIT, unit: str = UNIT, units: UnitCounts | None = None) -> pd.DataFrame:
     """Share of each label within each cell, with a CI at the prompt or the sample level.
 
     Parameters
@@ -74,6 +74,9 @@ def group_shares(scored: pd.DataFrame, *, by: Sequence[str] = BY, labels: Sequen
         without it is analysed at sample level.
     unit : str, default="template_id"
         The column samples are nested in.
+    units : dict, optional
+        :func:`unit_counts` of ``scored`` for every label reported (counted here when not given;
+        :func:`~nlgbias.metrics.results.compute_metrics` counts once for shares and gaps).
 
     Returns
     -------
@@ -102,6 +105,9 @@ def group_shares(scored: pd.DataFrame, *, by: Sequence[str] = BY, labels: Sequen
     require_columns(scored, by + ["label"], "group_shares", "scored")
     check_level(level)
     has_units = unit in scored.columns
+    if has_units and units is None:
+        units = unit_counts(scored, list(labels) if labels is not None else sorted(scored["label"].dropna().unique()),
+                            by=by, unit=unit)
     rows = []
     for key, cell in scored.groupby(by, sort=False, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -114,15 +120,11 @@ def group_shares(scored: pd.DataFrame, *, by: Sequence[str] = BY, labels: Sequen
         if n and pooled:
             _, low, high, _ = bootstrap(Multinomial(n, k / n), rng=cell_rng(seed, *key), n_boot=n_boot,
                                         confidence=confidence)
-        if has_units and n:
-            hits = cell.groupby(unit, sort=False)["label"].value_counts()
-            sizes = cell.groupby(unit, sort=False).size()
         for j, label in enumerate(cell_labels):
             share = k[j] / n if n else np.nan
             lo, hi, extra = float(low[j]), float(high[j]), [np.nan, np.nan, 1.0, float(n)]
-            if has_units and n:
-                found = share_stats({u: (int(size), int(hits.get((u, label), 0))) for u, size in sizes.items()},
-                                    confidence)
+            if units is not None and n:
+                found = share_stats(units[label][key], confidence)
                 extra = [found.units, found.icc, 1.0, float(n)] if pooled else \
                     [found.units, found.icc, found.deff, found.n_eff]
                 if not pooled:
