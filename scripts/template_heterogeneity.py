@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from nlgbias.metrics import compute_metrics
+from nlgbias.metrics.power import gap_icc
 from nlgbias.pipeline.generation import scored_long
 
 
@@ -55,8 +56,7 @@ def heterogeneity(folder: Path, scorer: str | None, label: str | None) -> pd.Dat
                      "per-template gaps": ", ".join(f"{g:.2f}" for g in gaps),
                      "sd of the template gaps": round(float(np.std(gaps, ddof=1)), 3) if len(gaps) > 1 else np.nan,
                      "deff": round(float(prompt["deff"]), 2),
-                     "icc": max(0.0, (float(prompt["deff"]) - 1) / (prompt["n_a"] / prompt["units_a"] - 1))
-                     if prompt["n_a"] > prompt["units_a"] else np.nan})
+                     "icc": gap_icc(float(prompt["deff"]), prompt["n_a"] / prompt["units_a"])})
     return pd.DataFrame(rows)
 
 

@@ -160,6 +160,18 @@ def mde_column(gaps: pd.DataFrame, *, alpha: float, power: float = POWER) -> pd.
 ICC = 0.02  # the default intra-prompt correlation of a gap: the upper quartile of the README main job's (docs/statistics.md)
 
 
+def gap_icc(deff: float, samples: float) -> float | None:
+    """A gap's intra-prompt correlation from its design effect at ``samples`` per prompt,
+    ``(deff - 1) / (samples - 1)``, at least 0; None where ``deff`` is unknown or ``samples <= 1``.
+
+    >>> gap_icc(2.98, 100), gap_icc(0.9, 100), gap_icc(float("nan"), 100)
+    (0.02, 0.0, None)
+    """
+    if not np.isfinite(deff) or samples <= 1:
+        return None
+    return max(0.0, (float(deff) - 1) / (samples - 1))
+
+
 def two_level_gap(prompts: int, samples: int, *, icc: float, base_rate: float, alpha: float,
                   power: float = POWER) -> float:
     """Minimum detectable gap with ``prompts`` per group and ``samples`` per prompt at intra-prompt
@@ -247,4 +259,4 @@ def gap_difference_mde_column(table: pd.DataFrame, *, alpha: float, power: float
 
 
 __all__ = ["FDR", "MDE_FLAG", "POWER", "continuity", "detectable_gap", "detectable_gap_difference", "detectable_h",
-           "effect_size", "effective", "t_factor", "ICC", "two_level_gap", "two_level_samples", "family_alpha", "gap_difference_mde_column", "gap_power", "mde_column", "samples_for_gap"]
+           "effect_size", "effective", "gap_icc", "t_factor", "ICC", "two_level_gap", "two_level_samples", "family_alpha", "gap_difference_mde_column", "gap_power", "mde_column", "samples_for_gap"]

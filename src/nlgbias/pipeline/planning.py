@@ -28,7 +28,7 @@ import pandas as pd
 from nlgbias.analyses import REGISTRY
 from nlgbias.defaults import INFERENCE_UNIT
 from nlgbias.errors import InputError
-from nlgbias.metrics.power import FDR, ICC, POWER, family_alpha, samples_for_gap, two_level_samples
+from nlgbias.metrics.power import FDR, ICC, POWER, family_alpha, gap_icc, samples_for_gap, two_level_samples
 from nlgbias.report.folder import read_run_folder
 from nlgbias.scorers import list_scorers, scorer_base
 from nlgbias.store.lock import refuse_if_held
@@ -324,8 +324,7 @@ def _observed_icc(row) -> float | None:
     deff, units, df = (getattr(row, name, float("nan")) for name in ("deff", "units_a", "df"))
     if not (pd.notna(deff) and pd.notna(units) and pd.notna(df) and units > 0):
         return None
-    per_prompt = row.n_a / units
-    return max(0.0, (float(deff) - 1) / (per_prompt - 1)) if per_prompt > 1 else None
+    return gap_icc(float(deff), row.n_a / units)
 
 
 def _seconds_per_sample(manifest: dict) -> float | None:

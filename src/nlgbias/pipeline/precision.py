@@ -42,7 +42,7 @@ from typing import Callable, Hashable
 
 import pandas as pd
 
-from nlgbias.metrics.power import FDR, POWER, detectable_gap, family_alpha, mde_column, two_level_gap
+from nlgbias.metrics.power import FDR, POWER, detectable_gap, family_alpha, gap_icc, mde_column, two_level_gap
 
 MIN_GROWTH = 1.1  # a round raises an open group's samples per prompt by at least a tenth
 MAX_GROWTH = 4.0  # and at most four times
@@ -146,7 +146,8 @@ def prompt_icc(row, samples: int) -> float | None:
     df, deff = getattr(row, "df", float("nan")), getattr(row, "deff", float("nan"))
     if not (df == df and deff == deff):  # nan: sample level, or one prompt a side
         return None
-    return max(0.0, (float(deff) - 1) / (samples - 1)) if samples > 1 else 0.0
+    found = gap_icc(float(deff), samples)
+    return 0.0 if found is None else found
 
 
 def sample_until(target: PrecisionTarget, prompts: dict, measure: Callable[[dict], pd.DataFrame], *,
